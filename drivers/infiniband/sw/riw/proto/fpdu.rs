@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! MPA FPDUs (RFC 5044 §4, markers off) carrying one DDP segment each, and
+//! the transmit side: header/trailer framing around payload the engine
+//! copies itself, and segmentation of a message into FPDUs.
+//!
+//! ```text
+//! | ULPDU length (16) | DDP/RDMAP header | payload | pad 0..3 | CRC32c (32) |
+//!                     \______ ULPDU ______________/
+//! ```
+//!
+//! The pad makes length field + ULPDU + pad a multiple of 4. The CRC covers
+//! everything before it; it is all zeros when CRC was not negotiated.
+
+use core::marker::PhantomData;
+
+use super::crc::{crc32c_finish, crc32c_from_wire, crc32c_to_wire, Crc32c, CRC32C_INIT};
+use super::ddp::{Control, Placement, SegmentHeader, UNTAGGED_HEADER_LEN};
+use super::rdmap::{Opcode, RdmapHeader};
+use super::terminate::MAX_TERMINATE_LEN;
+use super::wire::{Reader, Writer};
+use super::Error;
+
+/// Length of the MPA ULPDU length field.
+pub const MPA_LEN_FIELD: usize = 2;
+/// Length of the MPA CRC field.
+pub const MPA_CRC_LEN: usize = 4;
+/// Longest trailer: 3 pad bytes and the CRC.
+pub const MAX_TRAILER_LEN: usize = 3 + MPA_CRC_LEN;
+/// Longest DDP + RDMAP header (an untagged Terminate copying an Atomic
+/// Request).
+pub const MAX_HEADER_LEN: usize = UNTAGGED_HEADER_LEN + MAX_TERMINATE_LEN;
+/// Longest MPA length field + DDP/RDMAP header, the most the transmit side
+/// writes in front of a payload.
+pub const MAX_FRAME_HEADER_LEN: usize = MPA_LEN_FIELD + MAX_HEADER_LEN;
+
+/// Pad bytes after a ULPDU of `ulpdu_len` bytes.
+pub const fn pad_len(ulpdu_len: u16) -> usize {
+    // (2 + len + pad) % 4 == 0, computed without widening overflow.
+    (4 - ((ulpdu_len as usize + MPA_LEN_FIELD) & 3)) & 3
+}
+
+/// Total FPDU length for a ULPDU of `ulpdu_len` bytes.
+pub const fn fpdu_len(ulpdu_len: u16) -> usize {
+    MPA_LEN_FIELD + ulpdu_len as usize + pad_len(ulpdu_len) + MPA_CRC_LEN
+}
+
+/// Largest ULPDU whose FPDU fits one TCP segment of `mss` bytes (RFC 5044
+/// §4.1 with markers off), capped at the 16-bit length field.
+pub const fn max_ulpdu_for_mss(mss: u32) -> u16 {
+    let fpdu = mss & !3;
+    let ulpdu = fpdu.saturating_sub((MPA_LEN_FIELD + MPA_CRC_LEN) as u32);
+    if ulpdu > u16::MAX as u32 {
+        u16::MAX
+    } else {
+        ulpdu as u16
+    }
+}
+
+/// The complete header of one FPDU's DDP segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FpduHeader {
+    /// DDP header with the RDMAP control bits.
+    pub segment: SegmentHeader,
+    /// RDMAP header, which must fit `segment.opcode`.
+    pub rdmap: RdmapHeader,
+}
+
+impl FpduHeader {
+    /// A header for a message with no RDMAP header beyond the control bits.
+    pub const fn new(segment: SegmentHeader) -> Self {
+        Self {
+            segment,
+            rdmap: RdmapHeader::None,
+        }
+    }
+
+    /// Length of DDP and RDMAP headers together.
+    pub fn encoded_len(&self) -> usize {
+        self.segment.encoded_len() + self.rdmap.encoded_len()
+    }
+
+    /// Writes DDP and RDMAP headers (no MPA length) into `out`.
+    pub fn encode(&self, out: &mut [u8]) -> Result<usize, Error> {
+        let mut w = Writer::new(out);
+        self.write(&mut w)?;
+        Ok(w.written())
+    }
+
+    fn write(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        if !self.rdmap.fits(self.segment.opcode) {
+            return Err(Error::OpcodeTagMismatch {
+                opcode: self.segment.opcode.to_wire(),
+            });
+        }
+        self.segment.write(w)?;
+        self.rdmap.write(w)
+    }
+
+    /// Parses a DDP/RDMAP header that spans all of `buf` (for header-only
+    /// messages, the whole ULPDU), applying every stateless check.
+    pub fn parse(buf: &[u8]) -> Result<Self, Error> {
+        let mut r = Reader::new(buf);
+        let segment = SegmentHeader::read(&mut r)?;
+        let opcode = segment.opcode;
+        if opcode.is_header_only() {
+            let mo = match segment.placement {
+                Placement::Untagged { mo, .. } => mo,
+                Placement::Tagged { .. } => 0,
+            };
+            if !segment.last || mo != 0 {
+                return Err(Error::NotSingleSegment);
+            }
+        }
+        let rdmap = RdmapHeader::parse(opcode, r.remaining())?;
+        Ok(Self { segment, rdmap })
+    }
+}
+
+/// Splits a ULPDU of `ulpdu_len` bytes whose first two bytes are `control`
+/// into header and payload lengths, after validating the control bits.
+pub(crate) fn split_ulpdu(control: [u8; 2], ulpdu_len: u16) -> Result<(usize, usize), Error> {
+    let opcode = Control::decode(control)?.opcode;
+    let ddp_len = if opcode.is_tagged() {
+        14
+    } else {
+        UNTAGGED_HEADER_LEN
+    };
+    let len = usize::from(ulpdu_len);
+    let header = if opcode == Opcode::Terminate {
+        // A Terminate is all header; its copies make its length variable.
+        if len > MAX_HEADER_LEN {
+            return Err(Error::TerminateMalformed);
+        }
+        len
+    } else {
+        ddp_len + opcode.rdmap_header_len()
+    };
+    let payload = len
+        .checked_sub(header)
+        .ok_or(Error::UlpduTooShort { len: ulpdu_len })?;
+    if opcode.is_header_only() && payload != 0 {
+        return Err(Error::NotSingleSegment);
+    }
+    Ok((header, payload))
+}
+
+/// Frames one FPDU around a payload the caller moves itself.
+///
+/// [`FpduWriter::begin`] writes the MPA length and headers, the caller then
+/// sends the payload and passes the same bytes through
+/// [`FpduWriter::payload`] (for the CRC; pass nothing when CRC is off), and
+/// [`FpduWriter::finish`] writes pad and CRC.
+#[derive(Debug)]
+pub struct FpduWriter<C: Crc32c> {
+    crc: Option<u32>,
+    ulpdu_len: u16,
+    payload_left: usize,
+    _crc: PhantomData<fn() -> C>,
+}
+
+impl<C: Crc32c> FpduWriter<C> {
+    /// Writes the MPA length field and `header` into `out` for a segment
+    /// carrying `payload_len` bytes; returns the writer and bytes written
+    /// (at most [`MAX_FRAME_HEADER_LEN`]).
+    pub fn begin(
+        header: &FpduHeader,
+        payload_len: usize,
+        crc: bool,
+        out: &mut [u8],
+    ) -> Result<(Self, usize), Error> {
+        let ulpdu = header
+            .encoded_len()
+            .checked_add(payload_len)
+            .ok_or(Error::LengthMismatch)?;
+        let ulpdu_len = u16::try_from(ulpdu).map_err(|_| Error::LengthMismatch)?;
+        if header.segment.opcode.is_header_only() && payload_len != 0 {
+            return Err(Error::NotSingleSegment);
+        }
+        let mut w = Writer::new(&mut *out);
+        w.u16(ulpdu_len)?;
+        header.write(&mut w)?;
+        let written = w.written();
+        let crc = match (crc, out.get(..written)) {
+            (false, _) => None,
+            (true, Some(bytes)) => Some(C::update(CRC32C_INIT, bytes)),
+            (true, None) => return Err(Error::BufferTooSmall),
+        };
+        let writer = Self {
+            crc,
+            ulpdu_len,
+            payload_left: payload_len,
+            _crc: PhantomData,
+        };
+        Ok((writer, written))
+    }
+
+    /// Accounts for payload bytes sent; feeds them to the CRC if it is on.
+    pub fn payload(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.payload_left = self
+            .payload_left
+            .checked_sub(bytes.len())
+            .ok_or(Error::LengthMismatch)?;
+        if let Some(crc) = &mut self.crc {
+            *crc = C::update(*crc, bytes);
+        }
+        Ok(())
+    }
+
+    /// Accounts for `len` payload bytes without looking at them; only valid
+    /// when CRC is off.
+    pub fn skip_payload(&mut self, len: usize) -> Result<(), Error> {
+        if self.crc.is_some() {
+            return Err(Error::LengthMismatch);
+        }
+        self.payload_left = self
+            .payload_left
+            .checked_sub(len)
+            .ok_or(Error::LengthMismatch)?;
+        Ok(())
+    }
+
+    /// Writes pad and CRC into `out`, returning their length (at most
+    /// [`MAX_TRAILER_LEN`]). Fails if payload bytes are still missing.
+    pub fn finish(self, out: &mut [u8]) -> Result<usize, Error> {
+        if self.payload_left != 0 {
+            return Err(Error::LengthMismatch);
+        }
+        let pad = [0u8; 3];
+        let pad = pad.get(..pad_len(self.ulpdu_len)).unwrap_or(&[]);
+        let crc = self.crc.map_or(0, |crc| crc32c_finish(C::update(crc, pad)));
+        let mut w = Writer::new(out);
+        w.put(pad)?;
+        w.put(&crc32c_to_wire(crc))?;
+        Ok(w.written())
+    }
+}
+
+/// Builds a complete FPDU with `payload` into `out`; returns its length.
+pub fn encode_fpdu<C: Crc32c>(
+    header: &FpduHeader,
+    payload: &[u8],
+    crc: bool,
+    out: &mut [u8],
+) -> Result<usize, Error> {
+    let (mut writer, head) = FpduWriter::<C>::begin(header, payload.len(), crc, out)?;
+    let rest = out.get_mut(head..).ok_or(Error::BufferTooSmall)?;
+    let (body, trailer) = rest
+        .split_at_mut_checked(payload.len())
+        .ok_or(Error::BufferTooSmall)?;
+    body.copy_from_slice(payload);
+    writer.payload(payload)?;
+    let tail = writer.finish(trailer)?;
+    // Bounded by `out.len()`.
+    Ok(head + payload.len() + tail)
+}
+
+/// A parsed FPDU borrowed from a contiguous buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fpdu<'a> {
+    /// Its header.
+    pub header: FpduHeader,
+    /// Its payload.
+    pub payload: &'a [u8],
+    /// Bytes the whole FPDU occupies.
+    pub len: usize,
+}
+
+/// Parses one whole FPDU at the start of `buf` (stateless checks only; use
+/// [`super::StreamParser`] for streams). `Err(Truncated)` means more bytes
+/// are needed.
+pub fn decode_fpdu<C: Crc32c>(buf: &[u8], crc: bool, max_ulpdu: u16) -> Result<Fpdu<'_>, Error> {
+    let mut r = Reader::new(buf);
+    let ulpdu_len = r.u16()?;
+    if ulpdu_len > max_ulpdu {
+        return Err(Error::UlpduTooLong {
+            len: ulpdu_len,
+            max: max_ulpdu,
+        });
+    }
+    let ulpdu = r.remaining().get(..usize::from(ulpdu_len));
+    let control = match ulpdu.and_then(|u| u.first_chunk::<2>()) {
+        Some(c) => *c,
+        None if ulpdu_len < 2 => return Err(Error::UlpduTooShort { len: ulpdu_len }),
+        None => return Err(Error::Truncated),
+    };
+    let (header_len, payload_len) = split_ulpdu(control, ulpdu_len)?;
+    let header = FpduHeader::parse(r.bytes(header_len)?)?;
+    let payload = r.bytes(payload_len)?;
+    r.bytes(pad_len(ulpdu_len))?;
+    let covered_len = buf.len() - r.remaining().len();
+    let received = crc32c_from_wire(r.array()?);
+    if crc {
+        let covered = buf.get(..covered_len).ok_or(Error::Truncated)?;
+        let computed = crc32c_finish(C::update(CRC32C_INIT, covered));
+        if computed != received {
+            return Err(Error::CrcMismatch { computed, received });
+        }
+    }
+    let len = fpdu_len(ulpdu_len);
+    if let Placement::Tagged { to, .. } = header.segment.placement {
+        to.checked_add(payload.len() as u64)
+            .ok_or(Error::TaggedOffsetWrap)?;
+    }
+    Ok(Fpdu {
+        header,
+        payload,
+        len,
+    })
+}
+
+/// One FPDU of a segmented message: its header and the part of the message
+/// payload it carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Header with Last flag and TO/MO set for this segment.
+    pub header: FpduHeader,
+    /// Offset of the segment's payload in the message.
+    pub offset: u32,
+    /// Payload bytes the segment carries.
+    pub len: u32,
+}
+
+/// Splits a message into DDP segments no larger than the negotiated maximum
+/// ULPDU, yielding headers and payload ranges; the engine copies payload.
+///
+/// The template's placement gives the message's first TO (tagged) or its
+/// MSN (untagged; its MO is ignored). A zero-length message yields one
+/// empty segment.
+#[derive(Clone, Debug)]
+pub struct Segmenter {
+    template: FpduHeader,
+    message_len: u32,
+    max_payload: u32,
+    offset: u32,
+    done: bool,
+}
+
+impl Segmenter {
+    /// Plans the segmentation of a `message_len` byte message.
+    pub fn new(template: FpduHeader, message_len: u32, max_ulpdu: u16) -> Result<Self, Error> {
+        let header_len = template.encoded_len();
+        if !template.rdmap.fits(template.segment.opcode) {
+            return Err(Error::OpcodeTagMismatch {
+                opcode: template.segment.opcode.to_wire(),
+            });
+        }
+        if template.segment.opcode.is_header_only() && message_len != 0 {
+            return Err(Error::NotSingleSegment);
+        }
+        let max_payload = usize::from(max_ulpdu).saturating_sub(header_len);
+        if usize::from(max_ulpdu) < header_len || (max_payload == 0 && message_len != 0) {
+            return Err(Error::SegmentTooSmall);
+        }
+        if let Placement::Tagged { to, .. } = template.segment.placement {
+            to.checked_add(u64::from(message_len))
+                .ok_or(Error::TaggedOffsetWrap)?;
+        }
+        Ok(Self {
+            template,
+            message_len,
+            // At most u16::MAX.
+            max_payload: max_payload as u32,
+            offset: 0,
+            done: false,
+        })
+    }
+}
+
+impl Iterator for Segmenter {
+    type Item = Segment;
+
+    fn next(&mut self) -> Option<Segment> {
+        if self.done {
+            return None;
+        }
+        let left = self.message_len.checked_sub(self.offset)?;
+        let len = left.min(self.max_payload);
+        let last = len == left;
+        let mut header = self.template;
+        header.segment.last = last;
+        header.segment.placement = match header.segment.placement {
+            Placement::Tagged { stag, to } => {
+                // Checked against the whole message in `new`.
+                Placement::Tagged {
+                    stag,
+                    to: to.checked_add(u64::from(self.offset))?,
+                }
+            }
+            Placement::Untagged {
+                inval_stag,
+                queue,
+                msn,
+                ..
+            } => Placement::Untagged {
+                inval_stag,
+                queue,
+                msn,
+                mo: self.offset,
+            },
+        };
+        let segment = Segment {
+            header,
+            offset: self.offset,
+            len,
+        };
+        self.offset = self.offset.checked_add(len)?;
+        self.done = last;
+        Some(segment)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::crc::SoftCrc32c;
+    use super::super::rdmap::ReadRequest;
+    use super::*;
+
+    fn send(msn: u32) -> FpduHeader {
+        FpduHeader::new(SegmentHeader {
+            opcode: Opcode::Send,
+            last: true,
+            placement: Placement::Untagged {
+                inval_stag: 0,
+                queue: 0,
+                msn,
+                mo: 0,
+            },
+        })
+    }
+
+    #[test]
+    fn pads() {
+        assert_eq!(pad_len(18), 0);
+        assert_eq!(pad_len(19), 3);
+        assert_eq!(pad_len(20), 2);
+        assert_eq!(pad_len(21), 1);
+        assert_eq!(pad_len(u16::MAX), 3);
+        assert_eq!(fpdu_len(18), 24);
+        assert_eq!(max_ulpdu_for_mss(1448), 1442);
+        assert_eq!(max_ulpdu_for_mss(1450), 1442);
+        assert_eq!(max_ulpdu_for_mss(1 << 20), u16::MAX);
+    }
+
+    // A Send of "abc", MSN 1, built by hand from RFC 5044/5041/5040 layouts.
+    const SEND_ABC: [u8; 28] = [
+        0x00, 0x15, // ULPDU length 21 = 18 + 3
+        0x41, 0x43, // T=0 L=1 DV=1 | RV=1 Send
+        0, 0, 0, 0, // reserved (invalidate STag)
+        0, 0, 0, 0, // QN 0
+        0, 0, 0, 1, // MSN 1
+        0, 0, 0, 0, // MO 0
+        b'a', b'b', b'c', 0x00, // payload, 1 pad byte
+        0, 0, 0, 0, // CRC placeholder
+    ];
+
+    #[test]
+    fn send_matches_hand_built_bytes() {
+        let mut out = [0u8; 64];
+        let n = encode_fpdu::<SoftCrc32c>(&send(1), b"abc", false, &mut out).unwrap();
+        assert_eq!(&out[..n], &SEND_ABC);
+        let n = encode_fpdu::<SoftCrc32c>(&send(1), b"abc", true, &mut out).unwrap();
+        let crc = super::super::crc::crc32c::<SoftCrc32c>(&SEND_ABC[..24]);
+        assert_eq!(&out[24..n], &crc.to_le_bytes());
+        let fpdu = decode_fpdu::<SoftCrc32c>(&out[..n], true, 1000).unwrap();
+        assert_eq!(fpdu.header, send(1));
+        assert_eq!(fpdu.payload, b"abc");
+        out[21] ^= 1;
+        assert!(matches!(
+            decode_fpdu::<SoftCrc32c>(&out[..n], true, 1000),
+            Err(Error::CrcMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn read_request_layout() {
+        let header = FpduHeader {
+            segment: SegmentHeader {
+                opcode: Opcode::ReadRequest,
+                last: true,
+                placement: Placement::Untagged {
+                    inval_stag: 0,
+                    queue: 1,
+                    msn: 1,
+                    mo: 0,
+                },
+            },
+            rdmap: RdmapHeader::ReadRequest(ReadRequest {
+                sink_stag: 0x1122_3344,
+                sink_to: 0x0102_0304_0506_0708,
+                size: 0x1000,
+                source_stag: 0x5566_7788,
+                source_to: 0x1112_1314_1516_1718,
+            }),
+        };
+        let mut out = [0u8; 64];
+        let n = encode_fpdu::<SoftCrc32c>(&header, &[], false, &mut out).unwrap();
+        #[rustfmt::skip]
+        let expect: [u8; 52] = [
+            0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0,
+            0x11, 0x22, 0x33, 0x44, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0x10, 0,
+            0x55, 0x66, 0x77, 0x88, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+            0, 0, 0, 0,
+        ];
+        assert_eq!(&out[..n], &expect);
+        assert_eq!(
+            decode_fpdu::<SoftCrc32c>(&expect, false, 100)
+                .unwrap()
+                .header,
+            header
+        );
+    }
+
+    #[test]
+    fn segments_a_write() {
+        let template = FpduHeader::new(SegmentHeader {
+            opcode: Opcode::RdmaWrite,
+            last: false,
+            placement: Placement::Tagged { stag: 7, to: 1000 },
+        });
+        let segs: [Option<Segment>; 4] = {
+            let mut s = Segmenter::new(template, 250, 14 + 100).unwrap();
+            [s.next(), s.next(), s.next(), s.next()]
+        };
+        let lens: [Option<(u32, u32, bool)>; 4] =
+            segs.map(|s| s.map(|s| (s.offset, s.len, s.header.segment.last)));
+        assert_eq!(
+            lens,
+            [
+                Some((0, 100, false)),
+                Some((100, 100, false)),
+                Some((200, 50, true)),
+                None
+            ]
+        );
+        assert_eq!(
+            segs[2].unwrap().header.segment.placement,
+            Placement::Tagged { stag: 7, to: 1200 }
+        );
+        let mut empty = Segmenter::new(template, 0, 14).unwrap();
+        assert_eq!(
+            empty.next().map(|s| (s.len, s.header.segment.last)),
+            Some((0, true))
+        );
+        assert!(empty.next().is_none());
+        assert_eq!(
+            Segmenter::new(template, 1, 14).err(),
+            Some(Error::SegmentTooSmall)
+        );
+    }
+}

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Incremental parser of the FPDU stream that follows MPA negotiation.
+//!
+//! Fed arbitrary chunks of the TCP byte stream, it reports for each FPDU:
+//! the validated header ([`RxEvent::Header`]), then the payload as slices of
+//! the caller's input ([`RxEvent::Payload`]) so the engine can place them
+//! straight into target memory, then [`RxEvent::End`] once pad and CRC have
+//! been checked. The engine must not complete a work request before `End`.
+//!
+//! Only the header and trailer are buffered, in fixed arrays; payload is
+//! never copied. Chunk boundaries do not change the events, except that
+//! payload may arrive in more, smaller slices.
+
+use core::marker::PhantomData;
+
+use super::crc::{crc32c_finish, crc32c_from_wire, Crc32c, CRC32C_INIT};
+use super::ddp::UntaggedTracker;
+use super::fpdu::{
+    pad_len, split_ulpdu, FpduHeader, MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN, MPA_CRC_LEN,
+    MPA_LEN_FIELD,
+};
+use super::terminate::Terminate;
+use super::Error;
+
+/// Header bytes needed to learn the ULPDU length and the control bits.
+const CONTROL_END: usize = MPA_LEN_FIELD + 2;
+
+/// Receive-side settings from the MPA negotiation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxConfig {
+    /// Whether CRCs are checked (the CRC field is ignored otherwise).
+    pub crc: bool,
+    /// Largest ULPDU accepted.
+    pub max_ulpdu: u16,
+}
+
+/// A validated FPDU header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxHeader {
+    /// DDP and RDMAP headers.
+    pub header: FpduHeader,
+    /// ULPDU length from the MPA header.
+    pub ulpdu_len: u16,
+    /// Payload bytes that follow.
+    pub payload_len: u16,
+}
+
+/// What the parser found in the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxEvent<'a> {
+    /// A new FPDU's header, fully validated.
+    Header(RxHeader),
+    /// Payload bytes of the current FPDU, borrowed from the input.
+    Payload {
+        /// Offset of `data` within this FPDU's payload.
+        offset: u16,
+        /// The bytes.
+        data: &'a [u8],
+    },
+    /// The current FPDU ended and its CRC (if on) is correct.
+    End,
+}
+
+/// Result of one [`StreamParser::poll`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxStep<'a> {
+    /// Input bytes taken.
+    pub consumed: usize,
+    /// The event found, if any; `None` means all input was consumed.
+    pub event: Option<RxEvent<'a>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Header,
+    Payload,
+    Trailer,
+}
+
+/// The FPDU stream parser. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct StreamParser<C: Crc32c> {
+    config: RxConfig,
+    phase: Phase,
+    header: [u8; MAX_FRAME_HEADER_LEN],
+    header_have: usize,
+    header_need: usize,
+    ulpdu_len: u16,
+    payload_len: u16,
+    payload_done: u16,
+    trailer: [u8; MAX_TRAILER_LEN],
+    trailer_have: usize,
+    crc: u32,
+    tracker: UntaggedTracker,
+    error: Option<Error>,
+    _crc: PhantomData<fn() -> C>,
+}
+
+/// Appends up to `need - *have` bytes of `src` to `dst`; returns the count.
+fn fill(dst: &mut [u8], have: &mut usize, need: usize, src: &[u8]) -> usize {
+    let take = need.saturating_sub(*have).min(src.len());
+    let end = have.saturating_add(take);
+    if let (Some(d), Some(s)) = (dst.get_mut(*have..end), src.get(..take)) {
+        d.copy_from_slice(s);
+        *have = end;
+        take
+    } else {
+        0
+    }
+}
+
+impl<C: Crc32c> StreamParser<C> {
+    /// A parser at the start of a stream (MSN 1 expected on every queue).
+    pub const fn new(config: RxConfig) -> Self {
+        Self {
+            config,
+            phase: Phase::Header,
+            header: [0; MAX_FRAME_HEADER_LEN],
+            header_have: 0,
+            header_need: MPA_LEN_FIELD,
+            ulpdu_len: 0,
+            payload_len: 0,
+            payload_done: 0,
+            trailer: [0; MAX_TRAILER_LEN],
+            trailer_have: 0,
+            crc: CRC32C_INIT,
+            tracker: UntaggedTracker::new(),
+            error: None,
+            _crc: PhantomData,
+        }
+    }
+
+    /// The settings in use.
+    pub const fn config(&self) -> RxConfig {
+        self.config
+    }
+
+    /// Untagged reassembly state.
+    pub const fn tracker(&self) -> &UntaggedTracker {
+        &self.tracker
+    }
+
+    /// Whether the parser sits between FPDUs (a clean place for the stream
+    /// to end).
+    pub fn at_boundary(&self) -> bool {
+        self.error.is_none() && self.phase == Phase::Header && self.header_have == 0
+    }
+
+    /// The raw DDP/RDMAP header bytes of the current FPDU received so far,
+    /// and its ULPDU length, for copying into a Terminate.
+    pub fn current_header(&self) -> (&[u8], u16) {
+        let raw = self
+            .header
+            .get(MPA_LEN_FIELD..self.header_have)
+            .unwrap_or(&[]);
+        (raw, self.ulpdu_len)
+    }
+
+    /// The Terminate to send for `error`, copying the current FPDU's headers
+    /// as the cause calls for.
+    pub fn terminate_for(&self, error: &Error) -> Terminate {
+        let (raw, ulpdu_len) = self.current_header();
+        Terminate::about_segment(error.terminate_cause(), ulpdu_len, raw)
+    }
+
+    /// Consumes input up to the next event. Once an error is returned, every
+    /// later call returns it again.
+    pub fn poll<'a>(&mut self, input: &'a [u8]) -> Result<RxStep<'a>, Error> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let step = self.step(input);
+        if let Err(e) = step {
+            self.error = Some(e);
+        }
+        step
+    }
+
+    /// Iterates over the events in `input`; stops after the first error.
+    pub fn events<'p, 'a>(&'p mut self, input: &'a [u8]) -> RxEvents<'p, 'a, C> {
+        RxEvents {
+            parser: self,
+            input,
+            done: false,
+        }
+    }
+
+    fn step<'a>(&mut self, input: &'a [u8]) -> Result<RxStep<'a>, Error> {
+        let mut consumed = 0;
+        loop {
+            let rest = input.get(consumed..).unwrap_or(&[]);
+            let event = match self.phase {
+                Phase::Header => {
+                    let need = self.header_need;
+                    consumed += fill(&mut self.header, &mut self.header_have, need, rest);
+                    if self.header_have < need {
+                        None
+                    } else if let Some(header) = self.header_step()? {
+                        Some(RxEvent::Header(header))
+                    } else {
+                        continue;
+                    }
+                }
+                Phase::Payload => {
+                    let left = usize::from(self.payload_len.saturating_sub(self.payload_done));
+                    if left == 0 {
+                        self.phase = Phase::Trailer;
+                        continue;
+                    }
+                    let take = left.min(rest.len());
+                    let data = rest.get(..take).unwrap_or(&[]);
+                    if data.is_empty() {
+                        None
+                    } else {
+                        let offset = self.payload_done;
+                        if self.config.crc {
+                            self.crc = C::update(self.crc, data);
+                        }
+                        consumed += take;
+                        // `take <= left`, so this stays within `payload_len`.
+                        self.payload_done = offset.saturating_add(take as u16);
+                        Some(RxEvent::Payload { offset, data })
+                    }
+                }
+                Phase::Trailer => {
+                    let need = pad_len(self.ulpdu_len) + MPA_CRC_LEN;
+                    consumed += fill(&mut self.trailer, &mut self.trailer_have, need, rest);
+                    if self.trailer_have < need {
+                        None
+                    } else {
+                        self.check_trailer(need)?;
+                        Some(RxEvent::End)
+                    }
+                }
+            };
+            if event.is_some() || consumed >= input.len() {
+                return Ok(RxStep { consumed, event });
+            }
+        }
+    }
+
+    /// Advances header parsing once `header_need` bytes are buffered.
+    fn header_step(&mut self) -> Result<Option<RxHeader>, Error> {
+        if self.header_need == MPA_LEN_FIELD {
+            let len = self
+                .header
+                .first_chunk::<MPA_LEN_FIELD>()
+                .ok_or(Error::Truncated)?;
+            self.ulpdu_len = u16::from_be_bytes(*len);
+            if self.ulpdu_len > self.config.max_ulpdu {
+                return Err(Error::UlpduTooLong {
+                    len: self.ulpdu_len,
+                    max: self.config.max_ulpdu,
+                });
+            }
+            if usize::from(self.ulpdu_len) < CONTROL_END - MPA_LEN_FIELD {
+                return Err(Error::UlpduTooShort {
+                    len: self.ulpdu_len,
+                });
+            }
+            self.header_need = CONTROL_END;
+            return Ok(None);
+        }
+        if self.header_need == CONTROL_END {
+            let control = self
+                .header
+                .get(MPA_LEN_FIELD..CONTROL_END)
+                .and_then(|c| c.first_chunk::<2>())
+                .ok_or(Error::Truncated)?;
+            let (header_len, payload_len) = split_ulpdu(*control, self.ulpdu_len)?;
+            // Both are bounded by the 16-bit ULPDU length.
+            self.payload_len = payload_len as u16;
+            self.header_need = MPA_LEN_FIELD + header_len;
+            if self.header_need > CONTROL_END {
+                return Ok(None);
+            }
+        }
+        let raw = self
+            .header
+            .get(..self.header_need)
+            .ok_or(Error::Truncated)?;
+        let header = FpduHeader::parse(raw.get(MPA_LEN_FIELD..).unwrap_or(&[]))?;
+        self.tracker
+            .accept(&header.segment, u32::from(self.payload_len))?;
+        if self.config.crc {
+            self.crc = C::update(CRC32C_INIT, raw);
+        }
+        self.phase = Phase::Payload;
+        self.payload_done = 0;
+        Ok(Some(RxHeader {
+            header,
+            ulpdu_len: self.ulpdu_len,
+            payload_len: self.payload_len,
+        }))
+    }
+
+    fn check_trailer(&mut self, len: usize) -> Result<(), Error> {
+        let (pad, crc) = self
+            .trailer
+            .get(..len)
+            .and_then(|t| t.split_at_checked(len.saturating_sub(MPA_CRC_LEN)))
+            .ok_or(Error::Truncated)?;
+        let received = crc32c_from_wire(*crc.first_chunk::<MPA_CRC_LEN>().ok_or(Error::Truncated)?);
+        if self.config.crc {
+            let computed = crc32c_finish(C::update(self.crc, pad));
+            if computed != received {
+                return Err(Error::CrcMismatch { computed, received });
+            }
+        }
+        self.phase = Phase::Header;
+        self.header_have = 0;
+        self.header_need = MPA_LEN_FIELD;
+        self.trailer_have = 0;
+        Ok(())
+    }
+}
+
+/// Iterator returned by [`StreamParser::events`].
+#[derive(Debug)]
+pub struct RxEvents<'p, 'a, C: Crc32c> {
+    parser: &'p mut StreamParser<C>,
+    input: &'a [u8],
+    done: bool,
+}
+
+impl<'a, C: Crc32c> Iterator for RxEvents<'_, 'a, C> {
+    type Item = Result<RxEvent<'a>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.parser.poll(self.input) {
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            Ok(RxStep { consumed, event }) => {
+                self.input = self.input.get(consumed..).unwrap_or(&[]);
+                if event.is_none() {
+                    self.done = true;
+                }
+                event.map(Ok)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::crc::SoftCrc32c;
+    use super::super::ddp::{Placement, SegmentHeader};
+    use super::super::fpdu::encode_fpdu;
+    use super::super::rdmap::{Opcode, RdmapHeader};
+    use super::super::terminate::TermCause;
+    use super::*;
+    use std::vec::Vec;
+
+    const CONFIG: RxConfig = RxConfig {
+        crc: true,
+        max_ulpdu: 1000,
+    };
+
+    fn send(msn: u32, last: bool, mo: u32) -> FpduHeader {
+        FpduHeader::new(SegmentHeader {
+            opcode: Opcode::Send,
+            last,
+            placement: Placement::Untagged {
+                inval_stag: 0,
+                queue: 0,
+                msn,
+                mo,
+            },
+        })
+    }
+
+    fn frame(header: &FpduHeader, payload: &[u8]) -> Vec<u8> {
+        let mut out = [0u8; 2048];
+        let n = encode_fpdu::<SoftCrc32c>(header, payload, true, &mut out).unwrap();
+        out[..n].to_vec()
+    }
+
+    /// Collapses events so chunkings can be compared.
+    fn collect(stream: &[u8], chunk: usize) -> (Vec<(RxHeader, Vec<u8>)>, Option<Error>) {
+        let mut parser = StreamParser::<SoftCrc32c>::new(CONFIG);
+        let mut out: Vec<(RxHeader, Vec<u8>)> = Vec::new();
+        for piece in stream.chunks(chunk.max(1)) {
+            for ev in parser.events(piece) {
+                match ev {
+                    Ok(RxEvent::Header(h)) => out.push((h, Vec::new())),
+                    Ok(RxEvent::Payload { offset, data }) => {
+                        let cur = &mut out.last_mut().unwrap().1;
+                        assert_eq!(usize::from(offset), cur.len());
+                        cur.extend_from_slice(data);
+                    }
+                    Ok(RxEvent::End) => {}
+                    Err(e) => return (out, Some(e)),
+                }
+            }
+        }
+        assert!(parser.at_boundary());
+        (out, None)
+    }
+
+    #[test]
+    fn chunking_does_not_change_events() {
+        let mut stream = frame(&send(1, false, 0), b"hello ");
+        stream.extend(frame(&send(1, true, 6), b"world!!"));
+        stream.extend(frame(&send(2, true, 0), b""));
+        let whole = collect(&stream, stream.len());
+        assert_eq!(whole.0.len(), 3);
+        assert_eq!(whole.0[1].1, b"world!!");
+        for chunk in 1..stream.len() {
+            assert_eq!(collect(&stream, chunk), whole, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn errors_are_typed_and_sticky() {
+        let good = frame(&send(1, true, 0), b"x");
+        let mut bad_crc = good.clone();
+        bad_crc[20] ^= 0xff;
+        let (_, err) = collect(&bad_crc, 3);
+        assert!(matches!(err, Some(Error::CrcMismatch { .. })));
+        assert_eq!(err.unwrap().terminate_cause(), TermCause::MPA_CRC);
+
+        let mut p = StreamParser::<SoftCrc32c>::new(CONFIG);
+        assert_eq!(
+            p.poll(&[0x03, 0xe9]),
+            Err(Error::UlpduTooLong {
+                len: 1001,
+                max: 1000
+            })
+        );
+        assert_eq!(
+            p.poll(&good),
+            Err(Error::UlpduTooLong {
+                len: 1001,
+                max: 1000
+            })
+        );
+
+        let wrong_msn = frame(&send(2, true, 0), b"x");
+        let (_, err) = collect(&wrong_msn, 1);
+        assert_eq!(
+            err,
+            Some(Error::MsnOutOfWindow {
+                queue: 0,
+                expected: 1,
+                received: 2
+            })
+        );
+
+        let mut short = good.clone();
+        short[1] = 10; // less than an untagged header
+        assert_eq!(collect(&short, 1).1, Some(Error::UlpduTooShort { len: 10 }));
+        short[1] = 1;
+        assert_eq!(collect(&short, 1).1, Some(Error::UlpduTooShort { len: 1 }));
+
+        let mut bad_qn = good.clone();
+        bad_qn[11] = 5;
+        assert_eq!(
+            collect(&bad_qn, 1).1,
+            Some(Error::InvalidQueue { queue: 5 })
+        );
+    }
+
+    #[test]
+    fn terminate_for_copies_headers() {
+        let mut stream = frame(&send(1, true, 0), b"x");
+        stream[15] = 9; // MSN 9
+        let mut p = StreamParser::<SoftCrc32c>::new(CONFIG);
+        let err = p.poll(&stream).unwrap_err();
+        let term = p.terminate_for(&err);
+        assert_eq!(term.cause, TermCause::DDP_UNTAGGED_MSN_RANGE);
+        assert_eq!(term.segment_len, Some(19));
+        assert_eq!(term.ddp_header.unwrap().as_bytes(), &stream[2..20]);
+    }
+
+    #[test]
+    fn terminate_message_round_trips() {
+        let term = Terminate::new(TermCause::RDMAP_CATASTROPHIC_STREAM);
+        let header = FpduHeader {
+            segment: SegmentHeader {
+                opcode: Opcode::Terminate,
+                last: true,
+                placement: Placement::Untagged {
+                    inval_stag: 0,
+                    queue: 2,
+                    msn: 1,
+                    mo: 0,
+                },
+            },
+            rdmap: RdmapHeader::Terminate(term),
+        };
+        let stream = frame(&header, &[]);
+        let (events, err) = collect(&stream, 1);
+        assert_eq!(err, None);
+        assert_eq!(events[0].0.header, header);
+    }
+}
