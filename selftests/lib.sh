@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# Sourced by every riw selftest, inside the guest (selftests/vm/run.sh), as root.
+#
+# Sourcing it brings in the kernel's ktap_helpers.sh (ktap_print_header, ktap_set_plan,
+# ktap_test_pass/fail/skip/result, ktap_finished, ...) and installs an EXIT trap that
+#   1. runs the commands registered with riw_defer, last registered first, and
+#   2. scans the kernel log written since the test started for splats (BUG, WARNING, KASAN,
+#      lockdep, kmemleak, Oops, ...): any hit is printed and fails the test whatever its status.
+# Tests must not set their own EXIT trap; they register cleanup with riw_defer.
+#
+#   riw_defer CMD [ARGS...]          run CMD at exit (LIFO); its failure is ignored
+#   riw_run SECONDS CMD [ARGS...]    run the program CMD with a timeout, its output as KTAP
+#                                    diagnostics; returns CMD's status, 124 on timeout
+#   riw_check DESC SECONDS CMD...    riw_run, then report KTAP result DESC; returns the status
+#   riw_bg CMD [ARGS...]             start CMD in the background, killed at exit if still
+#                                    running; its pid in RIW_BG_PID
+#   riw_wait PID SECONDS             wait for a riw_bg command, print its output as diagnostics;
+#                                    returns its status, 124 on timeout
+#   riw_poll SECONDS CMD [ARGS...]   retry CMD (a function too) every 0.2 s until it succeeds;
+#                                    returns 0, or 124 once SECONDS have passed
+#   riw_netns_setup                  two namespaces $RIW_NS0 and $RIW_NS1 joined by a veth pair:
+#                                    $RIW_DEV0 (veth0) $RIW_ADDR0 (192.0.2.1/24) in RIW_NS0,
+#                                    $RIW_DEV1 (veth1) $RIW_ADDR1 (192.0.2.2/24) in RIW_NS1;
+#                                    removed at exit
+#   riw_netns_cleanup                remove them now (idempotent)
+#   riw_skip_all REASON              KTAP "skip all" and exit with the kselftest skip status
+#
+# Every SECONDS above is multiplied by RIW_TIMEOUT_SCALE: 10 on a KASAN kernel, whose TCG
+# guest runs tens of times slower, else 1.
+
+if [ -z "${RIW_KSRC:-}" ]; then
+	echo "riw: RIW_KSRC is not set: run the tests in the guest (selftests/vm/kselftest.sh)" >&2
+	exit 1
+fi
+. "$RIW_KSRC/tools/testing/selftests/kselftest/ktap_helpers.sh"
+
+if zgrep -q '^CONFIG_KASAN=y' /proc/config.gz 2>/dev/null; then
+	: "${RIW_TIMEOUT_SCALE:=10}"
+else
+	: "${RIW_TIMEOUT_SCALE:=1}"
+fi
+
+riw_skip_all() {
+	ktap_skip_all "$*"
+	exit "$KSFT_SKIP"
+}
+
+riw_diag() {
+	sed -u 's/^/# /'
+}
+
+# Cleanup stack. Each entry is a command line quoted for eval.
+__riw_deferred=()
+
+riw_defer() {
+	__riw_deferred+=("$(printf '%q ' "$@")")
+}
+
+riw_run() {
+	local -
+	set +e +o pipefail
+	local secs=$(($1 * RIW_TIMEOUT_SCALE)) rc
+	shift
+	timeout -k 5 "$secs" "$@" 2>&1 </dev/null | riw_diag
+	rc=${PIPESTATUS[0]}
+	case $rc in
+	0) ;;
+	124 | 137) echo "# timed out after $secs s: $*"; rc=124 ;;
+	*) echo "# failed with status $rc: $*" ;;
+	esac
+	return $rc
+}
+
+riw_check() {
+	local desc=$1 rc=0
+	shift
+	riw_run "$@" || rc=$?
+	if [ $rc -eq 0 ]; then
+		ktap_test_pass "$desc"
+	else
+		ktap_test_fail "$desc"
+	fi
+	return $rc
+}
+
+declare -A __riw_bg_log
+
+riw_bg() {
+	local log
+	log=$(mktemp /tmp/riw-bg.XXXXXX)
+	"$@" >"$log" 2>&1 </dev/null &
+	RIW_BG_PID=$!
+	__riw_bg_log[$RIW_BG_PID]=$log
+	riw_defer __riw_bg_reap "$RIW_BG_PID"
+}
+
+__riw_bg_reap() {
+	kill "$1" 2>/dev/null && wait "$1" 2>/dev/null
+	rm -f "${__riw_bg_log[$1]}"
+}
+
+riw_wait() {
+	local pid=$1 secs=$(($2 * RIW_TIMEOUT_SCALE)) rc=0
+	if ! timeout "$secs" tail --pid="$pid" -f /dev/null; then
+		riw_diag <"${__riw_bg_log[$pid]}"
+		echo "# timed out after $secs s: background pid $pid"
+		return 124
+	fi
+	wait "$pid" || rc=$?
+	riw_diag <"${__riw_bg_log[$pid]}"
+	[ $rc -eq 0 ] || echo "# background pid $pid failed with status $rc"
+	return $rc
+}
+
+riw_poll() {
+	local end=$((SECONDS + $1 * RIW_TIMEOUT_SCALE))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 124
+		sleep 0.2
+	done
+}
+
+riw_netns_setup() {
+	export RIW_NS0=riw-ns0-$$ RIW_NS1=riw-ns1-$$
+	export RIW_DEV0=veth0 RIW_DEV1=veth1 RIW_ADDR0=192.0.2.1 RIW_ADDR1=192.0.2.2
+	riw_defer riw_netns_cleanup
+	ip netns add "$RIW_NS0"
+	ip netns add "$RIW_NS1"
+	ip -n "$RIW_NS0" link add "$RIW_DEV0" type veth peer name "$RIW_DEV1" netns "$RIW_NS1"
+	ip -n "$RIW_NS0" addr add "$RIW_ADDR0/24" dev "$RIW_DEV0"
+	ip -n "$RIW_NS1" addr add "$RIW_ADDR1/24" dev "$RIW_DEV1"
+	ip -n "$RIW_NS0" link set lo up
+	ip -n "$RIW_NS1" link set lo up
+	ip -n "$RIW_NS0" link set "$RIW_DEV0" up
+	ip -n "$RIW_NS1" link set "$RIW_DEV1" up
+}
+
+riw_netns_cleanup() {
+	ip netns del "$RIW_NS0" 2>/dev/null || true
+	ip netns del "$RIW_NS1" 2>/dev/null || true
+}
+
+# The kernel log since this test began: after its marker line, or all of it if the ring
+# buffer has wrapped past the marker.
+__riw_tag="riw-selftest: begin $(basename "$0") $$.$RANDOM"
+echo "<6>$__riw_tag" >/dev/kmsg
+
+__riw_splats='\bBUG[: ]|WARNING:|Oops|general protection|Call Trace|KASAN|KFENCE|UBSAN'
+__riw_splats+='|refcount_t|list_(add|del) corruption|possible (circular|recursive) locking'
+__riw_splats+='|inconsistent lock state|suspicious RCU usage|lock held when returning'
+__riw_splats+='|held lock freed|suspected memory leak|blocked for more than|soft lockup'
+
+__riw_splat_check() {
+	local log hits
+	log=$(dmesg)
+	if grep -qF "$__riw_tag" <<<"$log"; then
+		log=$(awk -v tag="$__riw_tag" 'seen; index($0, tag) { seen = 1 }' <<<"$log")
+	fi
+	hits=$(grep -E "$__riw_splats" <<<"$log") || return 0
+	echo "# kernel log splat during $(basename "$0"):"
+	riw_diag <<<"$hits"
+	return 1
+}
+
+__riw_exit() {
+	local rc=$? i
+	set +e
+	for ((i = ${#__riw_deferred[@]} - 1; i >= 0; i--)); do
+		eval "${__riw_deferred[i]}" >/dev/null 2>&1
+	done
+	__riw_splat_check || rc=$KSFT_FAIL
+	exit $rc
+}
+trap __riw_exit EXIT
