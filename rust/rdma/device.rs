@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices: the driver's operations table and the `struct ib_device` it backs.
+
+use super::driver;
+use super::ucontext::{UContext, UData};
+use crate::kernel_ext::bindings;
+use crate::kernel_ext::net::{NetDevice, NetdevEvent};
+use core::ffi::c_int;
+use core::ops::Deref;
+use kernel::error::from_result;
+use kernel::prelude::*;
+use kernel::types::{ARef, Opaque};
+
+/// The driver id of the soft-iWARP user ABI (`RDMA_DRIVER_SIW`): rdma-core binds its
+/// software iWARP provider to devices reporting it.
+pub const DRIVER_ID_SIW: u32 = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
+
+/// `IB_DEVICE_MEM_MGT_EXTENSIONS`: fast registration and local invalidation.
+pub const DEVICE_MEM_MGT_EXTENSIONS: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+
+/// A GID: for iWARP, the port's MAC address followed by zeroes.
+pub type Gid = [u8; 16];
+
+/// What a driver gives the RDMA core about a new device.
+pub struct DeviceParams {
+    /// The node GUID, in network byte order.
+    pub node_guid: [u8; 8],
+    /// The node description (at most 63 bytes are kept).
+    pub node_desc: &'static CStr,
+    /// Number of completion vectors.
+    pub num_comp_vectors: u32,
+}
+
+/// Device attributes (`struct ib_device_attr`), read once by the core at registration.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceAttr {
+    pub fw_ver: u64,
+    pub vendor_id: u32,
+    pub vendor_part_id: u32,
+    pub hw_ver: u32,
+    pub max_mr_size: u64,
+    pub page_size_cap: u64,
+    pub device_cap_flags: u64,
+    pub max_qp: u32,
+    pub max_qp_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_sge_rd: u32,
+    pub max_cq: u32,
+    pub max_cqe: u32,
+    pub max_mr: u32,
+    pub max_pd: u32,
+    pub max_mw: u32,
+    /// Inbound RDMA READ depth per QP (IRD).
+    pub max_qp_rd_atom: u32,
+    /// Outbound RDMA READ depth per QP (ORD).
+    pub max_qp_init_rd_atom: u32,
+    pub max_srq: u32,
+    pub max_srq_wr: u32,
+    pub max_srq_sge: u32,
+    pub max_fast_reg_page_list_len: u32,
+    pub max_pkeys: u16,
+}
+
+/// Logical port state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortState {
+    /// No link: the netdev is down or has no carrier.
+    Down,
+    /// Link up, ready for traffic.
+    Active,
+}
+
+/// An IB MTU value (`enum ib_mtu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mtu {
+    Mtu256 = 1,
+    Mtu512 = 2,
+    Mtu1024 = 3,
+    Mtu2048 = 4,
+    Mtu4096 = 5,
+}
+
+impl Mtu {
+    /// The largest IB MTU not above `bytes` (256 if `bytes` is smaller).
+    pub fn not_above(bytes: u32) -> Self {
+        match bytes {
+            4096.. => Self::Mtu4096,
+            2048.. => Self::Mtu2048,
+            1024.. => Self::Mtu1024,
+            512.. => Self::Mtu512,
+            _ => Self::Mtu256,
+        }
+    }
+}
+
+/// Port attributes (`struct ib_port_attr`); link speed and width come from the netdev.
+#[derive(Clone, Copy, Debug)]
+pub struct PortAttr {
+    pub state: PortState,
+    pub max_mtu: Mtu,
+    pub active_mtu: Mtu,
+    /// The netdev's MTU, in bytes.
+    pub phys_mtu: u32,
+    pub gid_tbl_len: u32,
+    pub pkey_tbl_len: u16,
+    pub max_msg_sz: u32,
+}
+
+/// An asynchronous port event for the RDMA core and its consumers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortEvent {
+    /// The port became active.
+    Active,
+    /// The port went down.
+    Error,
+    /// The GID table changed (the netdev's address did).
+    GidChange,
+}
+
+/// The operations of an RDMA device driver, implemented on its per-device data type.
+#[vtable]
+pub trait DeviceOps: Sized + Send + Sync + 'static {
+    /// The rdma link type: `rdma link add NAME type LINK_TYPE netdev DEV`.
+    const LINK_TYPE: &'static CStr;
+    /// The driver id reported to userspace, which selects the rdma-core provider.
+    const DRIVER_ID: u32;
+    /// The uverbs ABI version of that provider.
+    const UVERBS_ABI_VERSION: u32;
+
+    /// Per user-context driver data.
+    type UContext: Send + Sync;
+
+    /// Checks that `netdev` can carry a new device and returns how to build it.
+    fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)>;
+
+    /// Reacts to an event of the device's netdev (called with RTNL held).
+    fn netdev_event(dev: &Device<Self>, netdev: &NetDevice, event: NetdevEvent);
+
+    /// The device attributes.
+    fn query_device(dev: &Device<Self>) -> DeviceAttr;
+
+    /// The attributes of `port` (1-based; the core has checked the range).
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
+
+    /// The GID at `index` of `port`.
+    fn query_gid(dev: &Device<Self>, port: u32, index: u32) -> Result<Gid>;
+
+    /// Creates the driver data of a new user context and answers userspace through `udata`.
+    fn alloc_ucontext(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::UContext>;
+}
+
+/// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
+///
+/// # Invariants
+///
+/// `ib` was allocated by `_ib_alloc_device` with the size of `Self`, `data` is initialised,
+/// and the device's ops are `T`'s, until the core calls `dealloc_driver`.
+// `repr(C)` with `ib` first: the core finds the driver object at offset 0 of the device.
+#[repr(C)]
+pub struct Device<T: DeviceOps> {
+    ib: Opaque<bindings::ib_device>,
+    data: T,
+}
+
+impl<T: DeviceOps> Deref for Device<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.data
+    }
+}
+
+impl<T: DeviceOps> Device<T> {
+    /// Borrows the device behind a `struct ib_device` of driver `T`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a live device whose ops are `T`'s (so it is embedded in a `Device<T>`) and
+    /// stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `ib` sits at offset 0 of `Device<T>` (see the assertion above).
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// The netdev bound to port 1, if it is still bound.
+    pub fn netdev(&self) -> Option<ARef<NetDevice>> {
+        // SAFETY: The device is alive; the getter returns a held reference or NULL.
+        let ndev = unsafe { bindings::ib_device_get_netdev(self.as_raw(), 1) };
+        // SAFETY: A non-NULL result carries a reference we now own.
+        (!ndev.is_null()).then(|| unsafe { NetDevice::from_held(ndev) })
+    }
+
+    /// Reports an asynchronous event on port 1 to the RDMA core and its consumers.
+    pub fn dispatch_port_event(&self, event: PortEvent) {
+        let event_type = match event {
+            PortEvent::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
+            PortEvent::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
+            PortEvent::GidChange => bindings::ib_event_type_IB_EVENT_GID_CHANGE,
+        };
+        let mut ev = bindings::ib_event {
+            device: self.as_raw(),
+            event: event_type,
+            ..Default::default()
+        };
+        ev.element.port_num = 1;
+        // SAFETY: `ev` is a complete event on a live device; the core copies what it keeps.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+    }
+
+    /// Unregisters the device from a workqueue, as needed under RTNL (netdev notifier).
+    pub fn unregister_queued(&self) {
+        // SAFETY: The device is registered (its ops are `T`'s, which set `dealloc_driver`)
+        // and the caller's borrow keeps its reference count raised.
+        unsafe { bindings::ib_unregister_device_queued(self.as_raw()) };
+    }
+
+    /// Allocates, initialises and registers a device named `name` on port 1 of `netdev`.
+    ///
+    /// On success the RDMA core owns the device: it is freed (and `T` dropped, in
+    /// `dealloc_driver`) when anyone unregisters it.
+    pub(crate) fn register(
+        name: *const core::ffi::c_char,
+        netdev: &NetDevice,
+        module: &'static ThisModule,
+        params: DeviceParams,
+        init: impl PinInit<T, Error>,
+    ) -> Result {
+        let size = core::mem::size_of::<Self>();
+        // SAFETY: Any size of at least `struct ib_device` is valid; the memory is zeroed.
+        let ib = unsafe { bindings::_ib_alloc_device(size) };
+        if ib.is_null() {
+            return Err(ENOMEM);
+        }
+        let this = ib.cast::<Self>();
+        // SAFETY: `this` is a fresh, exclusively owned allocation of `size` bytes; `ib` is
+        // embedded and the core never moves it, so `data` is pinned in place.
+        let data = unsafe { core::ptr::addr_of_mut!((*this).data) };
+        // SAFETY: `data` is valid for writes of `T`; on error it is left uninitialised.
+        if let Err(e) = unsafe { init.__pinned_init(data) } {
+            // SAFETY: No ops are set yet, so nothing touches the uninitialised data.
+            unsafe { bindings::ib_dealloc_device(ib) };
+            return Err(e);
+        }
+
+        // SAFETY: We own `ib` exclusively until registration; plain field writes.
+        unsafe {
+            (*ib).node_type = bindings::RDMA_NODE_RNIC as _;
+            (*ib).node_guid = u64::from_ne_bytes(params.node_guid);
+            (*ib).phys_port_cnt = 1;
+            (*ib).num_comp_vectors = params.num_comp_vectors.try_into().unwrap_or(1);
+            (*ib).uverbs_cmd_mask |= 1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+            // Soft iWARP uses the host's TCP port space: no port mapper.
+            (*ib).iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP as _;
+            copy_c_string(&mut (*ib).node_desc, params.node_desc.as_bytes());
+            copy_c_string(&mut (*ib).iw_ifname, &netdev.name_bytes());
+        }
+
+        let ops = Self::ops(module);
+        // SAFETY: `ops` is complete; the core copies it. From here on, `ib_dealloc_device`
+        // runs `dealloc_driver`, which drops the initialised `data`.
+        unsafe { bindings::ib_set_device_ops(ib, &ops) };
+
+        // SAFETY: `ib` is ours and unregistered; `netdev` is alive (the caller holds it).
+        let ret = unsafe { bindings::ib_device_set_netdev(ib, netdev.as_raw(), 1) };
+        if ret != 0 {
+            // SAFETY: Registration never happened; this frees the device.
+            unsafe { bindings::ib_dealloc_device(ib) };
+            return Err(Error::from_errno(ret));
+        }
+
+        // Tracked before registration: an unregistration may race right after it.
+        if let Err(e) = driver::track_device::<T>(ib) {
+            // SAFETY: As above.
+            unsafe { bindings::ib_dealloc_device(ib) };
+            return Err(e);
+        }
+
+        // SAFETY: `ib` is fully set up; `name` is the NUL-terminated name from netlink.
+        // No DMA device: the core uses virtual DMA for software devices.
+        let ret = unsafe {
+            // ib_mark_name_assigned_by_user(): the name came from `rdma link add`.
+            (*ib).name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER as _;
+            bindings::ib_register_device(ib, name, core::ptr::null_mut())
+        };
+        if ret != 0 {
+            // SAFETY: A failed registration leaves the device to its allocator.
+            unsafe { bindings::ib_dealloc_device(ib) };
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+
+    /// The ops table of driver `T`.
+    fn ops(module: &'static ThisModule) -> bindings::ib_device_ops {
+        bindings::ib_device_ops {
+            owner: module.as_ptr().cast(),
+            driver_id: T::DRIVER_ID,
+            uverbs_abi_ver: T::UVERBS_ABI_VERSION,
+            dealloc_driver: Some(Self::dealloc_driver_callback),
+            query_device: Some(Self::query_device_callback),
+            query_port: Some(Self::query_port_callback),
+            query_gid: Some(Self::query_gid_callback),
+            query_pkey: Some(Self::query_pkey_callback),
+            get_port_immutable: Some(Self::get_port_immutable_callback),
+            alloc_ucontext: Some(UContext::<T>::alloc_callback),
+            dealloc_ucontext: Some(UContext::<T>::dealloc_callback),
+            size_ib_ucontext: core::mem::size_of::<UContext<T>>(),
+            ..Default::default()
+        }
+    }
+
+    /// Hands a netdev event to the driver if `netdev` carries a device of `T`.
+    ///
+    /// # Safety
+    ///
+    /// Called from the netdevice notifier of the driver of `module`, with RTNL held and
+    /// `netdev` alive.
+    pub(crate) unsafe fn netdev_event(module: &ThisModule, netdev: &NetDevice, event: NetdevEvent) {
+        // SAFETY: `netdev` is alive; a found device comes with a reference.
+        let ib = unsafe { bindings::ib_device_get_by_netdev(netdev.as_raw(), T::DRIVER_ID) };
+        if ib.is_null() {
+            return;
+        }
+        // Another module (siw) may share `T::DRIVER_ID`; the owner tells the devices apart,
+        // and a module has a single driver, whose devices are all `Device<T>`.
+        // SAFETY: `ib` is alive while we hold the reference; `ops` is fixed at registration.
+        if unsafe { (*ib).ops.owner } == module.as_ptr().cast() {
+            // SAFETY: Ours, and referenced until the put below.
+            T::netdev_event(unsafe { Self::from_raw(ib) }, netdev, event);
+        }
+        // SAFETY: Releases the lookup's reference.
+        unsafe { bindings::ib_device_put(ib) };
+    }
+
+    unsafe extern "C" fn dealloc_driver_callback(ib: *mut bindings::ib_device) {
+        driver::untrack_device::<T>(ib);
+        // SAFETY: The core calls this once, last, for a device set up by `register`, whose
+        // `data` was initialised before the ops (and so this callback) were installed.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Self>()).data)) };
+    }
+
+    unsafe extern "C" fn query_device_callback(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: The core calls device ops only on live devices of this driver.
+        let a = T::query_device(unsafe { Self::from_raw(ib) });
+        let int = |v: u32| c_int::try_from(v).unwrap_or(c_int::MAX);
+        // SAFETY: `attr` is the core's to fill, zeroed by it.
+        let attr = unsafe { &mut *attr };
+        attr.fw_ver = a.fw_ver;
+        attr.sys_image_guid = {
+            // SAFETY: Read-only access to a field set before registration.
+            unsafe { (*ib).node_guid }
+        };
+        attr.vendor_id = a.vendor_id;
+        attr.vendor_part_id = a.vendor_part_id;
+        attr.hw_ver = a.hw_ver;
+        attr.max_mr_size = a.max_mr_size;
+        attr.page_size_cap = a.page_size_cap;
+        attr.device_cap_flags = a.device_cap_flags;
+        attr.max_qp = int(a.max_qp);
+        attr.max_qp_wr = int(a.max_qp_wr);
+        attr.max_send_sge = int(a.max_send_sge);
+        attr.max_recv_sge = int(a.max_recv_sge);
+        attr.max_sge_rd = int(a.max_sge_rd);
+        attr.max_cq = int(a.max_cq);
+        attr.max_cqe = int(a.max_cqe);
+        attr.max_mr = int(a.max_mr);
+        attr.max_pd = int(a.max_pd);
+        attr.max_mw = int(a.max_mw);
+        attr.max_qp_rd_atom = int(a.max_qp_rd_atom);
+        attr.max_qp_init_rd_atom = int(a.max_qp_init_rd_atom);
+        attr.max_res_rd_atom = int(a.max_qp.saturating_mul(a.max_qp_rd_atom));
+        attr.max_srq = int(a.max_srq);
+        attr.max_srq_wr = int(a.max_srq_wr);
+        attr.max_srq_sge = int(a.max_srq_sge);
+        attr.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
+        attr.max_pkeys = a.max_pkeys;
+        0
+    }
+
+    unsafe extern "C" fn query_port_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core calls device ops only on live devices of this driver.
+            let dev = unsafe { Self::from_raw(ib) };
+            let a = T::query_port(dev, port)?;
+            let (mut speed, mut width) = (0u16, 0u8);
+            // SAFETY: Live device; the core validated `port`. On failure (no netdev, no
+            // ethtool speed) it leaves a safe default in both outputs.
+            unsafe { bindings::ib_get_eth_speed(ib, port, &mut speed, &mut width) };
+            // SAFETY: `attr` is the core's to fill, zeroed by it.
+            let attr = unsafe { &mut *attr };
+            let active = a.state == PortState::Active;
+            attr.state = if active {
+                bindings::ib_port_state_IB_PORT_ACTIVE
+            } else {
+                bindings::ib_port_state_IB_PORT_DOWN
+            };
+            attr.phys_state = if active {
+                bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8
+            } else {
+                bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8
+            };
+            attr.max_mtu = a.max_mtu as _;
+            attr.active_mtu = a.active_mtu as _;
+            attr.phys_mtu = a.phys_mtu;
+            attr.gid_tbl_len = c_int::try_from(a.gid_tbl_len).unwrap_or(c_int::MAX);
+            attr.pkey_tbl_len = a.pkey_tbl_len;
+            attr.max_msg_sz = a.max_msg_sz;
+            attr.port_cap_flags = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP
+                | bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP;
+            attr.active_speed = speed;
+            attr.active_width = width;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_gid_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: c_int,
+        gid: *mut bindings::ib_gid,
+    ) -> c_int {
+        from_result(|| {
+            let index = u32::try_from(index).map_err(|_| EINVAL)?;
+            // SAFETY: The core calls device ops only on live devices of this driver.
+            let raw = T::query_gid(unsafe { Self::from_raw(ib) }, port, index)?;
+            // SAFETY: `gid` is the core's to fill; `raw` is a plain 16-byte array.
+            unsafe { (*gid).raw = raw };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_pkey_callback(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        if index != 0 {
+            return EINVAL.to_errno();
+        }
+        // iWARP has no partitions; report the default full-membership key.
+        // SAFETY: `pkey` is the core's to fill.
+        unsafe { *pkey = 0xffff };
+        0
+    }
+
+    unsafe extern "C" fn get_port_immutable_callback(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        immutable: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core calls device ops only on live devices of this driver.
+            let a = T::query_port(unsafe { Self::from_raw(ib) }, port)?;
+            // SAFETY: `immutable` is the core's to fill.
+            let immutable = unsafe { &mut *immutable };
+            immutable.core_cap_flags = bindings::RDMA_CORE_PORT_IWARP;
+            immutable.gid_tbl_len = c_int::try_from(a.gid_tbl_len).map_err(|_| EINVAL)?;
+            immutable.pkey_tbl_len = c_int::from(a.pkey_tbl_len);
+            Ok(0)
+        })
+    }
+}
+
+/// Copies `src` into the C string buffer `dst`, truncating, always NUL-terminated.
+fn copy_c_string(dst: &mut [core::ffi::c_char], src: &[u8]) {
+    let n = src.len().min(dst.len().saturating_sub(1));
+    for (d, s) in dst.iter_mut().zip(&src[..n]) {
+        *d = *s as core::ffi::c_char;
+    }
+    if let Some(end) = dst.get_mut(n) {
+        *end = 0;
+    }
+}
+
+// Devices are shared by every context the core calls ops from.
+// SAFETY: The `ib_device` part is synchronised by the RDMA core; `T: Sync + Send`.
+unsafe impl<T: DeviceOps> Sync for Device<T> {}
+// SAFETY: See `Sync`.
+unsafe impl<T: DeviceOps> Send for Device<T> {}

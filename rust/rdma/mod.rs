@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel RDMA core as an iWARP device driver sees it.
+//!
+//! A driver implements [`DeviceOps`] on its per-device data type and creates a
+//! [`Driver`] in its module. The [`Driver`] registers an rdma link type, so that
+//! `rdma link add NAME type T netdev DEV` creates a [`Device`] through
+//! [`DeviceOps::newlink`], and watches network devices for [`DeviceOps::netdev_event`].
+//!
+//! The RDMA core owns every object it hands the driver: it allocates a device, a user
+//! context, a queue pair... with the size the driver asked for, and the driver data lives
+//! behind the embedded C object (`Device<T>` is a `struct ib_device` followed by `T`).
+//! Drop runs when the core deallocates the object.
+
+mod device;
+mod driver;
+mod ucontext;
+
+pub use device::{
+    Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState,
+    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
+};
+pub use driver::Driver;
+pub use ucontext::UData;

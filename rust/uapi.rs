@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Byte-level traits of the user ABI structures in `uapi/`, so they can be copied to and
+//! from userspace.
+
+use crate::uapi;
+use kernel::types::{AsBytes, FromBytes};
+
+macro_rules! plain_abi_struct {
+    ($($t:ty),* $(,)?) => {$(
+        // SAFETY: A bindgen-generated `#[repr(C)]` struct of integer fields whose size and
+        // field offsets `uapi/` checks at compile time (no padding, every bit pattern
+        // valid), as the user ABI header defines it.
+        unsafe impl AsBytes for $t {}
+        // SAFETY: As above.
+        unsafe impl FromBytes for $t {}
+    )*};
+}
+
+plain_abi_struct!(uapi::siw_uresp_alloc_ctx);

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Build riw.ko out of tree against the cached kernel of VARIANT (building it if missing).
+# The sources are mirrored into a build directory beside that kernel, so build outputs
+# never land in the repository and the debug and release builds do not step on each other.
+#
+# usage: build-module.sh debug|release [--print-path]
+set -euo pipefail
+. "$(dirname "$0")/toolchain.sh"
+
+variant=${1:-debug}
+"$RIW_TOP/scripts/build-kernel.sh" "$variant" >&2
+kdir=$(riw_kernel_dir "$variant")
+bdir=$(riw_module_dir "$variant")
+mkdir -p "$bdir"
+
+# Sources only; what the build generated stays (excluded files survive --delete).
+rsync -a --delete \
+	--exclude='*_generated.rs' --exclude='target/' --exclude='fuzz/' --exclude='testdata/' \
+	--include='*/' --include='Kbuild' --include='*.rs' --include='*.c' --include='*.h' \
+	--include='scripts/*.sh' --exclude='*' \
+	"$RIW_TOP/" "$bdir/"
+
+make -s -C "$kdir/linux" M="$bdir" "${RIW_KMAKE_FLAGS[@]}" -j"$(nproc)" \
+	KRUSTFLAGS="--remap-path-prefix=$bdir=$RIW_TOP" modules >&2
