@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One riw RNIC: an RDMA device bound to an Ethernet netdev, with the limits riw
+//! advertises and the port that follows the netdev.
+
+use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
+use crate::kernel_ext::rdma::{
+    Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState, UData,
+    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
+};
+use crate::uapi;
+use kernel::c_str;
+use kernel::prelude::*;
+
+/// Vendor id reported to userspace: "riw" in ASCII. riw is not Chelsio silicon and does
+/// not borrow its PCI identity.
+const VENDOR_ID: u32 = 0x72_69_77;
+/// Part id, also the `dev_id` handed to the user library.
+const VENDOR_PART_ID: u32 = 1;
+
+/// The limits riw advertises (Documentation/riw.rst explains each choice).
+pub(crate) const LIMITS: DeviceAttr = DeviceAttr {
+    fw_ver: 0x0001_0000_0000, // 0.1.0
+    vendor_id: VENDOR_ID,
+    vendor_part_id: VENDOR_PART_ID,
+    hw_ver: 1,
+    max_mr_size: 1 << 36,
+    page_size_cap: kernel::page::PAGE_SIZE as u64,
+    device_cap_flags: DEVICE_MEM_MGT_EXTENSIONS,
+    max_qp: 16384,
+    max_qp_wr: 16384,
+    // The soft-iWARP ring entries carry up to SIW_MAX_SGE scatter/gather elements.
+    max_send_sge: uapi::SIW_MAX_SGE,
+    max_recv_sge: uapi::SIW_MAX_SGE,
+    max_sge_rd: 1,
+    max_cq: 16384,
+    max_cqe: 65536,
+    max_mr: 65536,
+    max_pd: 65536,
+    max_mw: 0,
+    max_qp_rd_atom: 32,
+    max_qp_init_rd_atom: 32,
+    max_srq: 16384,
+    max_srq_wr: 16384,
+    max_srq_sge: uapi::SIW_MAX_SGE,
+    max_fast_reg_page_list_len: 256,
+    max_pkeys: 1,
+};
+
+/// Largest message, in bytes.
+const MAX_MSG_SIZE: u32 = 1 << 31;
+
+/// A riw RNIC.
+pub(crate) struct RiwDevice;
+
+/// A user context of a riw RNIC.
+pub(crate) struct RiwUContext;
+
+/// The modified EUI-64 node GUID of an Ethernet MAC address (RFC 4291, appendix A).
+fn node_guid_from_mac(mac: [u8; ETH_ALEN]) -> [u8; 8] {
+    [mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+}
+
+#[vtable]
+impl DeviceOps for RiwDevice {
+    const LINK_TYPE: &'static CStr = c_str!("riw");
+    const DRIVER_ID: u32 = DRIVER_ID_SIW;
+    const UVERBS_ABI_VERSION: u32 = uapi::SIW_ABI_VERSION;
+
+    type UContext = RiwUContext;
+
+    fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)> {
+        if !netdev.is_ethernet() {
+            return Err(EINVAL);
+        }
+        let params = DeviceParams {
+            node_guid: node_guid_from_mac(netdev.mac_address()),
+            node_desc: c_str!("riw iWARP RNIC"),
+            num_comp_vectors: 1,
+        };
+        Ok((params, RiwDevice))
+    }
+
+    fn netdev_event(dev: &Device<Self>, netdev: &NetDevice, event: NetdevEvent) {
+        match event {
+            NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
+                let up = netdev.is_running() && netdev.carrier_ok();
+                dev.dispatch_port_event(if up { PortEvent::Active } else { PortEvent::Error });
+            }
+            NetdevEvent::ChangeAddr => dev.dispatch_port_event(PortEvent::GidChange),
+            NetdevEvent::Unregister => dev.unregister_queued(),
+            // The port reads the MTU live from the netdev.
+            NetdevEvent::ChangeMtu | NetdevEvent::Other => {}
+        }
+    }
+
+    fn query_device(_dev: &Device<Self>) -> DeviceAttr {
+        LIMITS
+    }
+
+    fn query_port(dev: &Device<Self>, _port: u32) -> Result<PortAttr> {
+        let netdev = dev.netdev();
+        let (up, mtu) = match &netdev {
+            Some(nd) => (nd.is_running() && nd.carrier_ok(), nd.mtu()),
+            None => (false, 0),
+        };
+        Ok(PortAttr {
+            state: if up { PortState::Active } else { PortState::Down },
+            max_mtu: Mtu::Mtu4096,
+            active_mtu: Mtu::not_above(mtu),
+            phys_mtu: mtu,
+            gid_tbl_len: 1,
+            pkey_tbl_len: 1,
+            max_msg_sz: MAX_MSG_SIZE,
+        })
+    }
+
+    fn query_gid(dev: &Device<Self>, _port: u32, index: u32) -> Result<Gid> {
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        let mac = dev.netdev().ok_or(ENODEV)?.mac_address();
+        let mut gid = [0u8; 16];
+        gid[..ETH_ALEN].copy_from_slice(&mac);
+        Ok(gid)
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>, udata: &mut UData<'_>) -> Result<RiwUContext> {
+        let resp = uapi::siw_uresp_alloc_ctx { dev_id: VENDOR_PART_ID, ..Default::default() };
+        udata.respond(&resp)?;
+        Ok(RiwUContext)
+    }
+}
