@@ -170,15 +170,14 @@ fn encode_stream(
     (stream, expect)
 }
 
+/// Segments as parsed: header and reassembled payload.
+type Parsed = Vec<(FpduHeader, Vec<u8>)>;
+
 /// Runs the stream parser over `stream` cut at `cuts`, collapsing events.
 /// `Ok(true)` means the stream ended between FPDUs.
-fn parse_stream(
-    stream: &[u8],
-    cuts: &[usize],
-    config: RxConfig,
-) -> (Vec<(FpduHeader, Vec<u8>)>, Result<bool, Error>) {
+fn parse_stream(stream: &[u8], cuts: &[usize], config: RxConfig) -> (Parsed, Result<bool, Error>) {
     let mut parser = StreamParser::<Crc>::new(config);
-    let mut out: Vec<(FpduHeader, Vec<u8>)> = Vec::new();
+    let mut out: Parsed = Vec::new();
     let mut ended = true;
     let mut start = 0;
     let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
