@@ -340,6 +340,9 @@ impl Terminate {
         let mut term = Self::new(cause);
         if m || d || rflag {
             let len = r.u16().map_err(malformed)?;
+            if !m && len != 0 {
+                return Err(Error::TerminateMalformed);
+            }
             term.segment_len = m.then_some(len);
         }
         // The RDMAP header's length depends on the copied DDP header's opcode.

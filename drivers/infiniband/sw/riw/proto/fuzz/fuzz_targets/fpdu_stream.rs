@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The FPDU stream parser on hostile input: chunked and whole-buffer runs
+//! must yield the same events and the same error, never panic, and every
+//! FPDU it accepts must re-encode to the same header bytes.
+//!
+//! Input: byte 0 bit 0 turns CRC on, bytes 1-2 are the maximum ULPDU
+//! (big-endian), byte 3 seeds the chunk sizes; the rest is the stream.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use riw_proto::fpdu::{pad_len, MPA_LEN_FIELD};
+use riw_proto::*;
+
+/// Collapsed run: per FPDU its header and payload, then how the run ended.
+type Run = (Vec<(RxHeader, Vec<u8>, bool)>, Option<Error>, bool);
+
+fn run(stream: &[u8], config: RxConfig, seed: u8) -> Run {
+    let mut parser = StreamParser::<SoftCrc32c>::new(config);
+    let mut out: Vec<(RxHeader, Vec<u8>, bool)> = Vec::new();
+    let mut rest = stream;
+    let mut size = usize::from(seed);
+    while !rest.is_empty() {
+        // Vary the chunk size: 1..=256 bytes, or all of it for seed 0.
+        let take = if seed == 0 { rest.len() } else { (size % 256 + 1).min(rest.len()) };
+        size = size.wrapping_mul(31).wrapping_add(7);
+        let (piece, tail) = rest.split_at(take);
+        rest = tail;
+        for ev in parser.events(piece) {
+            match ev {
+                Ok(RxEvent::Header(h)) => out.push((h, Vec::new(), false)),
+                Ok(RxEvent::Payload { offset, data }) => {
+                    let cur = out.last_mut().expect("payload after a header");
+                    assert_eq!(usize::from(offset), cur.1.len());
+                    cur.1.extend_from_slice(data);
+                    assert!(cur.1.len() <= usize::from(cur.0.payload_len));
+                }
+                Ok(RxEvent::End) => {
+                    let cur = out.last_mut().expect("end after a header");
+                    assert_eq!(cur.1.len(), usize::from(cur.0.payload_len));
+                    cur.2 = true;
+                }
+                Err(e) => {
+                    let _ = parser.terminate_for(&e);
+                    assert_eq!(parser.poll(b"x"), Err(e), "errors are sticky");
+                    return (out, Some(e), false);
+                }
+            }
+        }
+    }
+    let boundary = parser.at_boundary();
+    (out, None, boundary)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [flags, hi, lo, seed, stream @ ..] = data else { return };
+    let config = RxConfig { crc: flags & 1 != 0, max_ulpdu: u16::from_be_bytes([*hi, *lo]) };
+    let whole = run(stream, config, 0);
+    assert_eq!(run(stream, config, *seed), whole);
+
+    // Every complete FPDU re-encodes to the bytes it came from, up to the
+    // pad, which is not checked, and the CRC, which depends on the pad.
+    let mut at = 0;
+    for (h, payload, ended) in &whole.0 {
+        let len = MPA_LEN_FIELD + usize::from(h.ulpdu_len) + pad_len(h.ulpdu_len) + 4;
+        if !ended {
+            break;
+        }
+        let original = &stream[at..at + len];
+        let mut buf = vec![0u8; len];
+        let n = encode_fpdu::<SoftCrc32c>(&h.header, payload, config.crc, &mut buf)
+            .expect("accepted FPDU re-encodes");
+        assert_eq!(n, len);
+        let covered = MPA_LEN_FIELD + usize::from(h.ulpdu_len);
+        assert_eq!(&buf[..covered], &original[..covered]);
+        let fpdu = decode_fpdu::<SoftCrc32c>(original, config.crc, config.max_ulpdu)
+            .expect("stateless decoder accepts it too");
+        assert_eq!(fpdu.header, h.header);
+        at += len;
+    }
+    let _ = decode_fpdu::<SoftCrc32c>(stream, config.crc, config.max_ulpdu);
+});
