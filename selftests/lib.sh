@@ -11,11 +11,12 @@
 # Tests must not set their own EXIT trap; they register cleanup with riw_defer.
 #
 #   riw_defer CMD [ARGS...]          run CMD at exit (LIFO); its failure is ignored
-#   riw_run SECONDS CMD [ARGS...]    run the program CMD with a timeout, its output as KTAP
-#                                    diagnostics; returns CMD's status, 124 on timeout
+#   riw_run SECONDS CMD [ARGS...]    run CMD (a program or shell function) with a timeout, its
+#                                    output as KTAP diagnostics; returns CMD's status, 124 on
+#                                    timeout
 #   riw_check DESC SECONDS CMD...    riw_run, then report KTAP result DESC; returns the status
-#   riw_bg CMD [ARGS...]             start CMD in the background, killed at exit if still
-#                                    running; its pid in RIW_BG_PID
+#   riw_bg CMD [ARGS...]             start CMD (a program or function) in the background,
+#                                    killed at exit if still running; its pid in RIW_BG_PID
 #   riw_wait PID SECONDS             wait for a riw_bg command, print its output as diagnostics;
 #                                    returns its status, 124 on timeout
 #   riw_poll SECONDS CMD [ARGS...]   retry CMD (a function too) every 0.2 s until it succeeds;
@@ -26,6 +27,7 @@
 #                                    removed at exit
 #   riw_netns_cleanup                remove them now (idempotent)
 #   riw_skip_all REASON              KTAP "skip all" and exit with the kselftest skip status
+#   riw_diag                         filter: prefix each line with "# " (KTAP diagnostics)
 #
 # Every SECONDS above is multiplied by RIW_TIMEOUT_SCALE: 10 on a KASAN kernel, whose TCG
 # guest runs tens of times slower, else 1.
@@ -58,16 +60,27 @@ riw_defer() {
 	__riw_deferred+=("$(printf '%q ' "$@")")
 }
 
+# CMD runs as a job of its own (set -m) so that a timeout kills all of it, shell functions
+# and what they start included.
 riw_run() {
 	local -
-	set +e +o pipefail
-	local secs=$(($1 * RIW_TIMEOUT_SCALE)) rc
+	set -m
+	local secs=$(($1 * RIW_TIMEOUT_SCALE)) pid rc
 	shift
-	timeout -k 5 "$secs" "$@" 2>&1 </dev/null | riw_diag
-	rc=${PIPESTATUS[0]}
+	("$@" 2>&1 </dev/null | riw_diag; exit "${PIPESTATUS[0]}") &
+	pid=$!
+	set +e
+	if timeout "$secs" tail --pid=$pid -f /dev/null; then
+		wait $pid
+		rc=$?
+	else
+		kill -KILL -- -$pid
+		wait $pid 2>/dev/null
+		rc=124
+	fi
 	case $rc in
 	0) ;;
-	124 | 137) echo "# timed out after $secs s: $*"; rc=124 ;;
+	124) echo "# timed out after $secs s: $*" ;;
 	*) echo "# failed with status $rc: $*" ;;
 	esac
 	return $rc
@@ -88,6 +101,8 @@ riw_check() {
 declare -A __riw_bg_log
 
 riw_bg() {
+	local -
+	set -m
 	local log
 	log=$(mktemp /tmp/riw-bg.XXXXXX)
 	"$@" >"$log" 2>&1 </dev/null &
@@ -97,7 +112,7 @@ riw_bg() {
 }
 
 __riw_bg_reap() {
-	kill "$1" 2>/dev/null && wait "$1" 2>/dev/null
+	kill -KILL -- -"$1" 2>/dev/null && wait "$1" 2>/dev/null
 	rm -f "${__riw_bg_log[$1]}"
 }
 
