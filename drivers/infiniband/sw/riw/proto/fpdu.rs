@@ -15,7 +15,7 @@
 use core::marker::PhantomData;
 
 use super::crc::{crc32c_finish, crc32c_from_wire, crc32c_to_wire, Crc32c, CRC32C_INIT};
-use super::ddp::{Control, Placement, SegmentHeader, UNTAGGED_HEADER_LEN};
+use super::ddp::{Control, Placement, SegmentHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
 use super::rdmap::{Opcode, RdmapHeader};
 use super::terminate::MAX_TERMINATE_LEN;
 use super::wire::{Reader, Writer};
@@ -122,7 +122,7 @@ impl FpduHeader {
 pub(crate) fn split_ulpdu(control: [u8; 2], ulpdu_len: u16) -> Result<(usize, usize), Error> {
     let opcode = Control::decode(control)?.opcode;
     let ddp_len = if opcode.is_tagged() {
-        14
+        TAGGED_HEADER_LEN
     } else {
         UNTAGGED_HEADER_LEN
     };
@@ -147,10 +147,11 @@ pub(crate) fn split_ulpdu(control: [u8; 2], ulpdu_len: u16) -> Result<(usize, us
 
 /// Frames one FPDU around a payload the caller moves itself.
 ///
-/// [`FpduWriter::begin`] writes the MPA length and headers, the caller then
-/// sends the payload and passes the same bytes through
-/// [`FpduWriter::payload`] (for the CRC; pass nothing when CRC is off), and
-/// [`FpduWriter::finish`] writes pad and CRC.
+/// [`FpduWriter::begin`] writes the MPA length and headers; the caller then
+/// sends the payload, passing the same bytes, in any number of pieces,
+/// through [`FpduWriter::payload`] for the CRC (or only their length through
+/// [`FpduWriter::skip_payload`] when CRC is off); [`FpduWriter::finish`]
+/// writes pad and CRC.
 #[derive(Debug)]
 pub struct FpduWriter<C: Crc32c> {
     crc: Option<u32>,

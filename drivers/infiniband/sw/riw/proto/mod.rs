@@ -54,6 +54,15 @@
 //!
 //! Framing is generic over [`Crc32c`]; [`SoftCrc32c`] is the portable
 //! implementation, the kernel build plugs in the kernel's `crc32c()`.
+//!
+//! # Testing
+//!
+//! `cargo test --manifest-path drivers/infiniband/sw/riw/proto/Cargo.toml`
+//! runs unit tests on frames written out by hand from the RFC layouts,
+//! property tests (round trips, chunking independence) and
+//! `tests/captures.rs`, which decodes every recorded `testdata/*.pcap`.
+//! `drivers/infiniband/sw/riw/proto/fuzz/run.sh SECONDS` fuzzes the MPA
+//! frame, FPDU stream and Terminate parsers.
 
 #![forbid(unsafe_code)]
 // Inside the kernel crate this is a private module of which the engine uses a

@@ -31,7 +31,9 @@ const CONTROL_END: usize = MPA_LEN_FIELD + 2;
 pub struct RxConfig {
     /// Whether CRCs are checked (the CRC field is ignored otherwise).
     pub crc: bool,
-    /// Largest ULPDU accepted.
+    /// Largest ULPDU accepted. MPA bounds what a sender emits by its own
+    /// path MTU, not what a receiver must take, so this is normally
+    /// `u16::MAX`; a smaller value enforces a locally advertised limit.
     pub max_ulpdu: u16,
 }
 

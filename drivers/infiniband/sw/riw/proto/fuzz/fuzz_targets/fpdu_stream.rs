@@ -4,13 +4,16 @@
 //! must yield the same events and the same error, never panic, and every
 //! FPDU it accepts must re-encode to the same header bytes.
 //!
-//! Input: byte 0 bit 0 turns CRC on, bytes 1-2 are the maximum ULPDU
-//! (big-endian), byte 3 seeds the chunk sizes; the rest is the stream.
+//! Input: byte 0 bit 0 turns CRC on and bit 1 asks the harness to fix up
+//! the CRCs (so mutated streams get past the CRC check), bytes 1-2 are the
+//! maximum ULPDU (big-endian), byte 3 seeds the chunk sizes; the rest is the
+//! stream.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use riw_proto::fpdu::{pad_len, MPA_LEN_FIELD};
+use riw_proto::crc::crc32c;
+use riw_proto::fpdu::{fpdu_len, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
 use riw_proto::*;
 
 /// Collapsed run: per FPDU its header and payload, then how the run ended.
@@ -23,7 +26,11 @@ fn run(stream: &[u8], config: RxConfig, seed: u8) -> Run {
     let mut size = usize::from(seed);
     while !rest.is_empty() {
         // Vary the chunk size: 1..=256 bytes, or all of it for seed 0.
-        let take = if seed == 0 { rest.len() } else { (size % 256 + 1).min(rest.len()) };
+        let take = if seed == 0 {
+            rest.len()
+        } else {
+            (size % 256 + 1).min(rest.len())
+        };
         size = size.wrapping_mul(31).wrapping_add(7);
         let (piece, tail) = rest.split_at(take);
         rest = tail;
@@ -53,9 +60,36 @@ fn run(stream: &[u8], config: RxConfig, seed: u8) -> Run {
     (out, None, boundary)
 }
 
+/// Rewrites the CRC of every FPDU the length fields delimit.
+fn fix_crcs(stream: &mut [u8]) {
+    let mut at = 0;
+    while let Some(len) = stream.get(at..at + 2) {
+        let end = at + fpdu_len(u16::from_be_bytes([len[0], len[1]]));
+        let Some(fpdu) = stream.get_mut(at..end) else {
+            return;
+        };
+        let (covered, crc) = fpdu.split_at_mut(fpdu.len() - MPA_CRC_LEN);
+        crc.copy_from_slice(&crc32c::<SoftCrc32c>(covered).to_le_bytes());
+        at = end;
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    let [flags, hi, lo, seed, stream @ ..] = data else { return };
-    let config = RxConfig { crc: flags & 1 != 0, max_ulpdu: u16::from_be_bytes([*hi, *lo]) };
+    let [flags, hi, lo, seed, stream @ ..] = data else {
+        return;
+    };
+    let mut fixed;
+    let stream = if flags & 2 != 0 {
+        fixed = stream.to_vec();
+        fix_crcs(&mut fixed);
+        &fixed[..]
+    } else {
+        stream
+    };
+    let config = RxConfig {
+        crc: flags & 1 != 0,
+        max_ulpdu: u16::from_be_bytes([*hi, *lo]),
+    };
     let whole = run(stream, config, 0);
     assert_eq!(run(stream, config, *seed), whole);
 

@@ -13,8 +13,14 @@ use libfuzzer_sys::fuzz_target;
 use riw_proto::*;
 
 fuzz_target!(|data: &[u8]| {
-    let [flags, chunk, stream @ ..] = data else { return };
-    let kind = if flags & 1 == 0 { FrameKind::Request } else { FrameKind::Reply };
+    let [flags, chunk, stream @ ..] = data else {
+        return;
+    };
+    let kind = if flags & 1 == 0 {
+        FrameKind::Request
+    } else {
+        FrameKind::Reply
+    };
     let chunk = usize::from(*chunk).max(1);
 
     let whole = MpaFrame::decode(stream, kind);
