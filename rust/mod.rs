@@ -8,6 +8,7 @@
 #![allow(unreachable_pub)]
 
 mod bindings;
+pub(crate) mod crc;
 pub(crate) mod net;
 pub(crate) mod rdma;
 mod uapi;

@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 			--allowlist-function '(ib|rdma|iw|_ib|__ib)_.*'
 			--allowlist-function 'riw_.*'
 			--allowlist-function '(un)?register_netdevice_notifier'
-			--allowlist-function 'addrconf_addr_eui48|eth_random_addr'
+			--allowlist-function 'crc32c'
 			--allowlist-type '(ib|rdma|iw|riw)_.*|netdev_cmd'
 			--allowlist-var '(IB|RDMA|IW|NETDEV|NOTIFY|ARPHRD|IFF)_.*'
 			--allowlist-var 'E[A-Z0-9]+'

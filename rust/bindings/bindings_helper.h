@@ -11,3 +11,4 @@
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_netlink.h>
 #include "../helpers.h"
+#include <linux/crc32c.h>

@@ -17,7 +17,11 @@ mod kernel_ext;
 mod uapi;
 
 #[forbid(unsafe_code)]
+mod crc;
+#[forbid(unsafe_code)]
 mod device;
+#[forbid(unsafe_code)]
+mod proto;
 
 use kernel_ext::rdma::Driver;
 
@@ -36,8 +40,9 @@ struct RiwModule {
 
 impl kernel::Module for RiwModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        crc::self_test()?;
         let driver = Driver::register(module)?;
-        pr_info!("riw: iWARP RNIC driver loaded\n");
+        pr_info!("iWARP RNIC driver loaded\n");
         Ok(Self { _driver: driver })
     }
 }
