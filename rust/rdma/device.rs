@@ -19,6 +19,9 @@ pub const DRIVER_ID_SIW: u32 = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
 /// `IB_DEVICE_MEM_MGT_EXTENSIONS`: fast registration and local invalidation.
 pub const DEVICE_MEM_MGT_EXTENSIONS: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
 
+/// `IBK_ALLOW_USER_UNREG`: `rdma link delete` may remove the device.
+pub const KERNEL_CAP_ALLOW_USER_UNREG: u64 = bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+
 /// A GID: for iWARP, the port's MAC address followed by zeroes.
 pub type Gid = [u8; 16];
 
@@ -42,6 +45,7 @@ pub struct DeviceAttr {
     pub max_mr_size: u64,
     pub page_size_cap: u64,
     pub device_cap_flags: u64,
+    pub kernel_cap_flags: u64,
     pub max_qp: u32,
     pub max_qp_wr: u32,
     pub max_send_sge: u32,
@@ -366,6 +370,7 @@ impl<T: DeviceOps> Device<T> {
         attr.max_mr_size = a.max_mr_size;
         attr.page_size_cap = a.page_size_cap;
         attr.device_cap_flags = a.device_cap_flags;
+        attr.kernel_cap_flags = a.kernel_cap_flags;
         attr.max_qp = int(a.max_qp);
         attr.max_qp_wr = int(a.max_qp_wr);
         attr.max_send_sge = int(a.max_send_sge);

@@ -130,6 +130,17 @@ impl<T: DeviceOps> Driver<T> {
             // SAFETY: The netlink handler holds a reference on `ndev` during the call.
             let netdev = unsafe { NetDevice::from_raw(ndev) };
             let _guard = driver.newlink_lock.lock();
+            // The core would refuse a taken name too, but with ENFILE.
+            // SAFETY: `name` is the NUL-terminated name from netlink; a found device comes
+            // with a reference.
+            let same_name = unsafe {
+                bindings::ib_device_get_by_name(name, bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+            };
+            if !same_name.is_null() {
+                // SAFETY: Releases the lookup's reference.
+                unsafe { bindings::ib_device_put(same_name) };
+                return Err(EEXIST);
+            }
             // One soft-iWARP device per netdev, whichever driver made it: siw treats every
             // device with its driver id on a netdev as its own.
             // SAFETY: `ndev` is alive; a found device comes with a reference.

@@ -18,7 +18,7 @@ mod ucontext;
 
 pub use device::{
     Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState,
-    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
+    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
 pub use driver::Driver;
 pub use ucontext::UData;

@@ -6,7 +6,7 @@
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
     Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState, UData,
-    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
+    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
 use crate::uapi;
 use kernel::c_str;
@@ -20,13 +20,14 @@ const VENDOR_PART_ID: u32 = 1;
 
 /// The limits riw advertises (Documentation/riw.rst explains each choice).
 pub(crate) const LIMITS: DeviceAttr = DeviceAttr {
-    fw_ver: 0x0001_0000_0000, // 0.1.0
+    fw_ver: 0x1_0000, // 0.1.0: major, minor, patch in 16-bit fields
     vendor_id: VENDOR_ID,
     vendor_part_id: VENDOR_PART_ID,
     hw_ver: 1,
     max_mr_size: 1 << 36,
     page_size_cap: kernel::page::PAGE_SIZE as u64,
     device_cap_flags: DEVICE_MEM_MGT_EXTENSIONS,
+    kernel_cap_flags: KERNEL_CAP_ALLOW_USER_UNREG,
     max_qp: 16384,
     max_qp_wr: 16384,
     // The soft-iWARP ring entries carry up to SIW_MAX_SGE scatter/gather elements.
