@@ -15,6 +15,8 @@
 #                                    output as KTAP diagnostics; returns CMD's status, 124 on
 #                                    timeout
 #   riw_check DESC SECONDS CMD...    riw_run, then report KTAP result DESC; returns the status
+#   riw_result DESC CMD [ARGS...]   run CMD (a function too) with its arguments intact and
+#                                    report KTAP result DESC by its status
 #   riw_bg CMD [ARGS...]             start CMD (a program or function) in the background,
 #                                    killed at exit if still running; its pid in RIW_BG_PID
 #   riw_wait PID SECONDS             wait for a riw_bg command, print its output as diagnostics;
@@ -84,6 +86,16 @@ riw_run() {
 	*) echo "# failed with status $rc: $*" ;;
 	esac
 	return $rc
+}
+
+riw_result() {
+	local desc=$1
+	shift
+	if "$@"; then
+		ktap_test_pass "$desc"
+	else
+		ktap_test_fail "$desc"
+	fi
 }
 
 riw_check() {

@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-2.0
+# riw: every entry point. The kernel's Kbuild reads ./Kbuild; this file is for people.
+#
+#   make              build riw.ko against the cached debug kernel (VARIANT=release too)
+#   make kernel       build and cache both guest kernels (release and debug)
+#   make -s kernel-image    print the path of the VARIANT bzImage
+#   make -s module-path     print the path of the VARIANT riw.ko
+#   make demo         boot a guest, create riw devices on a veth pair, show ibv_devinfo
+#   make check        host unit tests and fuzz smoke, then the guest suite (debug kernel)
+#   make deps         install the Debian packages and cargo tools the project needs
+
+VARIANT ?= debug
+SHELL := /bin/bash
+scripts := $(CURDIR)/scripts
+env := . $(scripts)/toolchain.sh
+
+.PHONY: all module kernel kernel-image module-path demo check host-test guest-test deps clean
+
+all: module
+
+module:
+	@$(scripts)/build-module.sh $(VARIANT)
+
+kernel:
+	@$(scripts)/build-kernel.sh release
+	@$(scripts)/build-kernel.sh debug
+
+kernel-image:
+	@$(scripts)/build-kernel.sh $(VARIANT) >&2
+	@$(env); echo "$$(riw_kernel_dir $(VARIANT))/linux/arch/x86/boot/bzImage"
+
+module-path: module
+	@$(env); echo "$$(riw_module_dir $(VARIANT))/riw.ko"
+
+demo:
+	@$(scripts)/demo.sh
+
+check:
+	@$(scripts)/check.sh
+
+deps:
+	@$(scripts)/install-deps.sh
+
+clean:
+	@$(env); rm -rf "$$(riw_module_dir $(VARIANT))"

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make check: everything, on a fresh machine too. Host unit and property tests of the
+# protocol core, a short fuzz run per target, the module build, then the kselftest suite in
+# the guest on the debug kernel. Ends with the line "N passed, N failed".
+set -uo pipefail
+. "$(dirname "$0")/toolchain.sh"
+cd "$RIW_TOP"
+
+passed=0 failed=0
+pass() { passed=$((passed + $1)); }
+fail() { failed=$((failed + $1)); echo "check: FAILED: $2"; }
+log=$(mktemp -d "${TMPDIR:-/tmp}/riw-check.XXXXXX")
+
+"$RIW_TOP/scripts/install-deps.sh" || { echo "check: installing dependencies failed"; exit 1; }
+
+proto=drivers/infiniband/sw/riw/proto
+echo "check: host tests of the protocol core"
+cargo test --manifest-path "$proto/Cargo.toml" 2>&1 | tee "$log/cargo.log"
+cargo_rc=${PIPESTATUS[0]}
+read -r p f < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$log/cargo.log")
+pass "$p"
+[ "$f" -eq 0 ] || fail "$f" "cargo test"
+[ "$cargo_rc" -eq 0 ] || [ "$f" -gt 0 ] || fail 1 "cargo test exited with $cargo_rc"
+
+echo "check: fuzz smoke (${RIW_FUZZ_SECONDS:=20} s per target)"
+if "$proto/fuzz/run.sh" "$RIW_FUZZ_SECONDS" >"$log/fuzz.log" 2>&1; then
+	pass 1
+	tail -n 1 "$log/fuzz.log"
+else
+	tail -n 30 "$log/fuzz.log"
+	fail 1 "fuzzing found a crash (see $log/fuzz.log)"
+fi
+
+echo "check: building riw.ko against the debug kernel"
+if "$RIW_TOP/scripts/build-module.sh" debug; then
+	pass 1
+	echo "check: guest suite on the debug kernel"
+	selftests/vm/kselftest.sh --variant debug --module "$(riw_module_dir debug)/riw.ko" \
+		2>&1 | tee "$log/guest.log"
+	read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log/guest.log")
+	pass "${p:-0}"
+	[ "${f:-1}" -eq 0 ] || fail "${f:-1}" "guest suite"
+else
+	fail 1 "module build"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,37 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The guest side of "make demo": two network namespaces joined by a veth pair, a riw RNIC
+# on each end, siw loaded beside them, and what stock rdma-core tools say about them.
+set -eu
+ns0=demo-ns0 ns1=demo-ns1
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+run() { step "$*"; "$@"; }
+
+ip netns add $ns0
+ip netns add $ns1
+ip -n $ns0 link add veth0 type veth peer name veth1 netns $ns1
+ip -n $ns0 addr add 192.0.2.1/24 dev veth0
+ip -n $ns1 addr add 192.0.2.2/24 dev veth1
+ip -n $ns0 link set veth0 up
+ip -n $ns1 link set veth1 up
+
+run modprobe siw
+run ip netns exec $ns0 rdma link add riw0 type riw netdev veth0
+run ip netns exec $ns1 rdma link add riw1 type riw netdev veth1
+run rdma link show
+run lsmod
+run ibv_devices
+run ip netns exec $ns0 ibv_devinfo -d riw0
+run ip netns exec $ns1 ibv_devinfo -v -d riw1
+
+step "ip netns exec $ns0 ip link set veth0 down; rdma link show riw0/1"
+ip -n $ns0 link set veth0 down
+sleep 1
+rdma link show riw0/1
+ip -n $ns0 link set veth0 up
+
+run rdma link delete riw0
+run rdma link delete riw1
+run modprobe -r riw siw
+step "dmesg | grep -E 'riw|siw|SoftiWARP'"
+dmesg | grep -E 'riw|siw|SoftiWARP' || true

@@ -1,0 +1,40 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# riw.ko loads and unloads cleanly, repeatedly, with and without siw beside it; "rdma link
+# add ... type riw" autoloads it; rmmod removes the devices it still has.
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+ktap_print_header
+ktap_set_plan 6
+
+riw_defer modprobe -r riw
+riw_defer modprobe -r siw
+modprobe -r riw siw 2>/dev/null || true
+
+load_unload() {
+	local i
+	for ((i = 0; i < 20; i++)); do
+		modprobe riw && modprobe -r riw || return 1
+	done
+	! [ -d /sys/module/riw ]
+}
+riw_check "modprobe/rmmod riw 20 times" 120 bash -c "$(declare -f load_unload); load_unload"
+
+modprobe siw
+riw_check "modprobe/rmmod riw 20 times with siw loaded" 120 \
+	bash -c "$(declare -f load_unload); load_unload"
+modprobe -r siw
+
+riw_netns_setup
+riw_check "rdma link add autoloads riw (alias rdma-link-riw)" 30 \
+	ip netns exec "$RIW_NS0" rdma link add riw0 type riw netdev "$RIW_DEV0"
+riw_result "riw is loaded" [ -d /sys/module/riw ]
+
+ip netns exec "$RIW_NS1" rdma link add riw1 type riw netdev "$RIW_DEV1"
+riw_check "rmmod riw with two devices present" 60 modprobe -r riw
+no_riw_device() { ! rdma link show | grep -q riw; }
+riw_result "rmmod removed every riw device" no_riw_device
+
+ktap_finished
