@@ -38,3 +38,39 @@ int riw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
 	/* ib_copy_to_udata(), without its non-const source */
 	return copy_to_user(udata->outbuf, src, len) ? -EFAULT : 0;
 }
+
+void *riw_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void *riw_vzalloc(unsigned long size)
+{
+	return vzalloc(size);
+}
+
+unsigned long riw_vma_flags(const struct vm_area_struct *vma)
+{
+	return vma->vm_flags;
+}
+
+struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata)
+{
+	return rdma_udata_to_uverbs_attr_bundle(udata)->context;
+}
+
+int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dst, udata, len);
+}
+
+bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset)
+{
+	return offset >= udata->inlen ||
+	       ib_is_udata_cleared(udata, offset, udata->inlen - offset);
+}
+
+struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return &attrs->driver_udata;
+}

@@ -7,7 +7,9 @@
 #define RIW_HELPERS_H
 
 #include <linux/netdevice.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 struct net_device *riw_netdev_notifier_info_to_dev(void *info);
 void riw_dev_hold(struct net_device *dev);
@@ -16,5 +18,18 @@ bool riw_netif_running(const struct net_device *dev);
 bool riw_netif_carrier_ok(const struct net_device *dev);
 bool riw_ib_device_try_get(struct ib_device *dev);
 int riw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+unsigned long riw_vma_flags(const struct vm_area_struct *vma);
+struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata);
+struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs);
+int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
+bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset);
 
+/* Queue memory mapped to userspace through an rdma_user_mmap_entry. */
+struct riw_mmap_entry {
+	struct rdma_user_mmap_entry base;
+	void *addr;
+};
+
+void *riw_vmalloc_user(unsigned long size);
+void *riw_vzalloc(unsigned long size);
 #endif

@@ -17,4 +17,14 @@ macro_rules! plain_abi_struct {
     )*};
 }
 
-plain_abi_struct!(uapi::siw_uresp_alloc_ctx);
+plain_abi_struct!(
+    uapi::siw_uresp_alloc_ctx,
+    uapi::siw_uresp_create_cq,
+    uapi::siw_uresp_create_qp,
+    uapi::siw_uresp_create_srq,
+    uapi::siw_uresp_reg_mr,
+    uapi::siw_ureq_reg_mr,
+    uapi::siw_sqe,
+    uapi::siw_rqe,
+    uapi::siw_cqe,
+);

@@ -3,7 +3,9 @@
 //! RDMA devices: the driver's operations table and the `struct ib_device` it backs.
 
 use super::driver;
-use super::ucontext::{UContext, UData};
+use super::mmap;
+use super::ucontext::{self, UContext, UData};
+use super::verbs::{self, Cq, CqAttr, CqNotify, Pd};
 use crate::kernel_ext::bindings;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent};
 use core::ffi::c_int;
@@ -135,6 +137,10 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 
     /// Per user-context driver data.
     type UContext: Send + Sync;
+    /// Per protection-domain driver data.
+    type Pd: Send + Sync;
+    /// Per completion-queue driver data.
+    type Cq: Send + Sync;
 
     /// Checks that `netdev` can carry a new device and returns how to build it.
     fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)>;
@@ -153,6 +159,26 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 
     /// Creates the driver data of a new user context and answers userspace through `udata`.
     fn alloc_ucontext(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::UContext>;
+
+    /// Creates a protection domain (`udata`: present for a user command).
+    fn alloc_pd(dev: &Device<Self>, udata: Option<&mut UData<'_>>) -> Result<Self::Pd>;
+
+    /// Releases a protection domain; the core has destroyed everything in it.
+    fn dealloc_pd(dev: &Device<Self>, pd: &Pd<Self>);
+
+    /// Creates a completion queue; returns its real number of entries.
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqAttr,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(u32, impl PinInit<Self::Cq, Error>)>;
+
+    /// Releases a completion queue no queue pair uses any more.
+    fn destroy_cq(dev: &Device<Self>, cq: &Cq<Self>);
+
+    /// Arms a kernel consumer's completion queue; returns whether completions are already
+    /// waiting (for `IB_CQ_REPORT_MISSED_EVENTS`).
+    fn req_notify_cq(dev: &Device<Self>, cq: &Cq<Self>, notify: CqNotify) -> bool;
 }
 
 /// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
@@ -312,9 +338,18 @@ impl<T: DeviceOps> Device<T> {
             query_gid: Some(Self::query_gid_callback),
             query_pkey: Some(Self::query_pkey_callback),
             get_port_immutable: Some(Self::get_port_immutable_callback),
-            alloc_ucontext: Some(UContext::<T>::alloc_callback),
-            dealloc_ucontext: Some(UContext::<T>::dealloc_callback),
+            alloc_ucontext: Some(ucontext::alloc_ucontext_callback::<T>),
+            dealloc_ucontext: Some(ucontext::dealloc_ucontext_callback::<T>),
+            mmap: Some(mmap::mmap_callback),
+            mmap_free: Some(mmap::mmap_free_callback),
+            alloc_pd: Some(verbs::alloc_pd_callback::<T>),
+            dealloc_pd: Some(verbs::dealloc_pd_callback::<T>),
+            create_cq: Some(verbs::create_cq_callback::<T>),
+            destroy_cq: Some(verbs::destroy_cq_callback::<T>),
+            req_notify_cq: Some(verbs::req_notify_cq_callback::<T>),
             size_ib_ucontext: core::mem::size_of::<UContext<T>>(),
+            size_ib_pd: core::mem::size_of::<Pd<T>>(),
+            size_ib_cq: core::mem::size_of::<Cq<T>>(),
             ..Default::default()
         }
     }

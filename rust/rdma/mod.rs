@@ -14,11 +14,16 @@
 
 mod device;
 mod driver;
+mod mmap;
+mod object;
 mod ucontext;
+mod verbs;
 
 pub use device::{
     Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState,
     DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
 pub use driver::Driver;
+pub use mmap::QueueMemory;
 pub use ucontext::UData;
+pub use verbs::{Cq, CqAttr, CqNotify, Pd};

@@ -3,64 +3,45 @@
 //! User contexts (`struct ib_ucontext`) and the driver-private data (`struct ib_udata`)
 //! exchanged with userspace in each verbs command.
 
-use super::device::{Device, DeviceOps};
+use super::device::DeviceOps;
+use super::object::Object;
 use crate::kernel_ext::bindings;
 use core::ffi::c_int;
-use core::ops::Deref;
 use kernel::error::from_result;
 use kernel::prelude::*;
-use kernel::types::{AsBytes, Opaque};
+use kernel::types::{AsBytes, FromBytes};
 
-/// A user context of driver `T`: the core's `struct ib_ucontext`, then `T::UContext`.
+/// A user context of driver `T`.
+pub type UContext<T> = Object<bindings::ib_ucontext, <T as DeviceOps>::UContext>;
+
+pub(super) unsafe extern "C" fn alloc_ucontext_callback<T: DeviceOps>(
+    uctx: *mut bindings::ib_ucontext,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed context of our size on a device of `T`.
+        let dev = unsafe { UContext::<T>::device::<T>(uctx) };
+        // SAFETY: A user context is always created from a uverbs command with udata.
+        let mut udata = unsafe { UData::from_raw(udata) };
+        let init = T::alloc_ucontext(dev, &mut udata)?;
+        // SAFETY: A fresh context of `size_ib_ucontext` bytes.
+        unsafe { UContext::<T>::init(uctx, init)? };
+        Ok(0)
+    })
+}
+
+pub(super) unsafe extern "C" fn dealloc_ucontext_callback<T: DeviceOps>(uctx: *mut bindings::ib_ucontext) {
+    // SAFETY: Allocated by `alloc_ucontext_callback`; the core calls this once, after every
+    // object of the context is gone.
+    unsafe { UContext::<T>::drop_data(uctx) };
+}
+
+/// The driver-private input and output buffers of one verbs command (`struct ib_udata`),
+/// present when the command comes from userspace.
 ///
 /// # Invariants
 ///
-/// Allocated by the RDMA core with `size_ib_ucontext`; `data` is initialised between
-/// `alloc_ucontext` and `dealloc_ucontext`.
-#[repr(C)]
-pub struct UContext<T: DeviceOps> {
-    ib: Opaque<bindings::ib_ucontext>,
-    data: T::UContext,
-}
-
-impl<T: DeviceOps> Deref for UContext<T> {
-    type Target = T::UContext;
-
-    fn deref(&self) -> &T::UContext {
-        &self.data
-    }
-}
-
-impl<T: DeviceOps> UContext<T> {
-    pub(super) unsafe extern "C" fn alloc_callback(
-        uctx: *mut bindings::ib_ucontext,
-        udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        from_result(|| {
-            // SAFETY: The core hands a zeroed context of our size whose `device` is a live
-            // device of this driver.
-            let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
-            // SAFETY: A user context is always created from a uverbs command with udata.
-            let mut udata = unsafe { UData::from_raw(udata) };
-            let data = T::alloc_ucontext(dev, &mut udata)?;
-            // SAFETY: `uctx` is the start of an allocation of `Self`; `data` is uninitialised.
-            unsafe { core::ptr::addr_of_mut!((*uctx.cast::<Self>()).data).write(data) };
-            Ok(0)
-        })
-    }
-
-    pub(super) unsafe extern "C" fn dealloc_callback(uctx: *mut bindings::ib_ucontext) {
-        // SAFETY: `alloc_callback` succeeded for this context, so `data` is initialised,
-        // and the core calls this once, after every object of the context is gone.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*uctx.cast::<Self>()).data)) };
-    }
-}
-
-/// The driver-private input and output buffers of one verbs command (`struct ib_udata`).
-///
-/// # Invariants
-///
-/// Points at the command's live `ib_udata` for `'a`.
+/// Points at the command's live `ib_udata` for `'a`, embedded in its attribute bundle.
 pub struct UData<'a> {
     raw: *mut bindings::ib_udata,
     _lifetime: core::marker::PhantomData<&'a mut bindings::ib_udata>,
@@ -70,14 +51,53 @@ impl UData<'_> {
     /// # Safety
     ///
     /// `raw` is a valid `ib_udata` for the returned lifetime.
-    unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
+    pub(crate) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
         Self { raw, _lifetime: core::marker::PhantomData }
+    }
+
+    /// A `UData` for `raw` if it is not NULL (NULL: a kernel consumer's command).
+    ///
+    /// # Safety
+    ///
+    /// `raw` is NULL or valid for the returned lifetime.
+    pub(crate) unsafe fn from_nullable<'a>(raw: *mut bindings::ib_udata) -> Option<UData<'a>> {
+        // SAFETY: Per the function's safety requirements.
+        (!raw.is_null()).then(|| unsafe { UData::from_raw(raw) })
+    }
+
+    /// The user context the command runs in.
+    pub(crate) fn ucontext(&self) -> *mut bindings::ib_ucontext {
+        // SAFETY: Valid by the invariant; a user command always has a context.
+        unsafe { bindings::riw_udata_to_ucontext(self.raw) }
+    }
+
+    /// Bytes userspace offered as input.
+    fn in_len(&self) -> usize {
+        // SAFETY: Valid by the invariant.
+        unsafe { (*self.raw).inlen }
     }
 
     /// Bytes userspace can take as output.
     pub fn out_len(&self) -> usize {
         // SAFETY: Valid by the invariant.
         unsafe { (*self.raw).outlen }
+    }
+
+    /// Reads the driver-specific request, zero-extended if userspace sent less (an older
+    /// library); rejects a longer one whose extra bytes are not zero.
+    pub fn request<R: FromBytes + AsBytes + Default>(&self) -> Result<R> {
+        let mut req = R::default();
+        let len = self.in_len().min(core::mem::size_of::<R>());
+        // SAFETY: `req` is `len` writable bytes and any bytes make an `R` (`FromBytes`);
+        // the core validated the user input buffer for `in_len` bytes.
+        if unsafe { bindings::riw_copy_from_udata((&mut req as *mut R).cast(), self.raw, len) } != 0 {
+            return Err(EFAULT);
+        }
+        // SAFETY: Valid by the invariant.
+        if !unsafe { bindings::riw_udata_cleared_from(self.raw, core::mem::size_of::<R>()) } {
+            return Err(Error::from_errno(-(bindings::EOPNOTSUPP as i32)));
+        }
+        Ok(req)
     }
 
     /// Copies `resp` to userspace, truncated to what userspace has room for (an older

@@ -3,12 +3,16 @@
 //! One riw RNIC: an RDMA device bound to an Ethernet netdev, with the limits riw
 //! advertises and the port that follows the netdev.
 
+use crate::cq::RiwCq;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
-    Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState, UData,
-    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
+    Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, Pd, PortAttr,
+    PortEvent, PortState, UData, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
+    KERNEL_CAP_ALLOW_USER_UNREG,
 };
+use crate::pd::RiwPd;
 use crate::uapi;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
 
@@ -52,7 +56,56 @@ pub(crate) const LIMITS: DeviceAttr = DeviceAttr {
 const MAX_MSG_SIZE: u32 = 1 << 31;
 
 /// A riw RNIC.
-pub(crate) struct RiwDevice;
+pub(crate) struct RiwDevice {
+    pub(crate) pds: Counter,
+    pub(crate) cqs: Counter,
+    cq_ids: AtomicU32,
+}
+
+impl RiwDevice {
+    /// A CQ id for the user library (which only prints it).
+    pub(crate) fn next_cq_id(&self) -> u32 {
+        self.cq_ids.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// A count of live objects of one kind, held within the device limit.
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU32);
+
+impl Counter {
+    /// Counts one more object if that stays within `max`; the count goes back down when
+    /// the returned guard drops, unless it is kept.
+    pub(crate) fn take(&self, max: u32) -> Result<Quota<'_>> {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then(|| n + 1))
+            .map_err(|_| ENOMEM)?;
+        Ok(Quota(Some(self)))
+    }
+
+    /// Counts one object less: it was destroyed.
+    pub(crate) fn put(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One counted object, given back on drop unless [`Quota::keep`] hands it to the object.
+pub(crate) struct Quota<'a>(Option<&'a Counter>);
+
+impl Quota<'_> {
+    /// The object now exists; it gives its count back when destroyed.
+    pub(crate) fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Quota<'_> {
+    fn drop(&mut self) {
+        if let Some(counter) = self.0 {
+            counter.put();
+        }
+    }
+}
 
 /// A user context of a riw RNIC.
 pub(crate) struct RiwUContext;
@@ -69,6 +122,8 @@ impl DeviceOps for RiwDevice {
     const UVERBS_ABI_VERSION: u32 = uapi::SIW_ABI_VERSION;
 
     type UContext = RiwUContext;
+    type Pd = RiwPd;
+    type Cq = RiwCq;
 
     fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)> {
         if !netdev.is_ethernet() {
@@ -79,7 +134,8 @@ impl DeviceOps for RiwDevice {
             node_desc: c_str!("riw iWARP RNIC"),
             num_comp_vectors: 1,
         };
-        Ok((params, RiwDevice))
+        let dev = RiwDevice { pds: Counter::default(), cqs: Counter::default(), cq_ids: AtomicU32::new(1) };
+        Ok((params, dev))
     }
 
     fn netdev_event(dev: &Device<Self>, netdev: &NetDevice, event: NetdevEvent) {
@@ -130,5 +186,29 @@ impl DeviceOps for RiwDevice {
         let resp = uapi::siw_uresp_alloc_ctx { dev_id: VENDOR_PART_ID, ..Default::default() };
         udata.respond(&resp)?;
         Ok(RiwUContext)
+    }
+
+    fn alloc_pd(dev: &Device<Self>, _udata: Option<&mut UData<'_>>) -> Result<RiwPd> {
+        RiwPd::new(dev)
+    }
+
+    fn dealloc_pd(dev: &Device<Self>, pd: &Pd<Self>) {
+        pd.destroy(dev);
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqAttr,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(u32, impl PinInit<RiwCq, Error>)> {
+        RiwCq::new(dev, attr, udata)
+    }
+
+    fn destroy_cq(dev: &Device<Self>, cq: &Cq<Self>) {
+        cq.destroy(dev);
+    }
+
+    fn req_notify_cq(_dev: &Device<Self>, cq: &Cq<Self>, notify: CqNotify) -> bool {
+        cq.arm(notify)
     }
 }

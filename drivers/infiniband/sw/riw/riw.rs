@@ -17,9 +17,13 @@ mod kernel_ext;
 mod uapi;
 
 #[forbid(unsafe_code)]
+mod cq;
+#[forbid(unsafe_code)]
 mod crc;
 #[forbid(unsafe_code)]
 mod device;
+#[forbid(unsafe_code)]
+mod pd;
 #[forbid(unsafe_code)]
 mod proto;
 
