@@ -74,3 +74,13 @@ struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs)
 {
 	return &attrs->driver_udata;
 }
+
+void riw_ida_init(struct ida *ida)
+{
+	ida_init(ida);
+}
+
+int riw_ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max)
+{
+	return ida_alloc_range(ida, min, max, GFP_KERNEL);
+}

@@ -8,6 +8,7 @@
 
 #include <linux/netdevice.h>
 #include <linux/vmalloc.h>
+#include <linux/idr.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -21,6 +22,8 @@ int riw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 unsigned long riw_vma_flags(const struct vm_area_struct *vma);
 struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata);
 struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs);
+void riw_ida_init(struct ida *ida);
+int riw_ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max);
 int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset);
 

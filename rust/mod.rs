@@ -9,6 +9,8 @@
 
 mod bindings;
 pub(crate) mod crc;
+pub(crate) mod errno;
+pub(crate) mod ida;
 pub(crate) mod net;
 pub(crate) mod rdma;
 mod uapi;

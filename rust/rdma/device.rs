@@ -5,6 +5,7 @@
 use super::driver;
 use super::mmap;
 use super::ucontext::{self, UContext, UData};
+use super::qp::{self, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify};
 use super::verbs::{self, Cq, CqAttr, CqNotify, Pd};
 use crate::kernel_ext::bindings;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent};
@@ -141,6 +142,10 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
     type Pd: Send + Sync;
     /// Per completion-queue driver data.
     type Cq: Send + Sync;
+    /// Per queue-pair driver data.
+    type Qp: Send + Sync;
+    /// Per shared-receive-queue driver data.
+    type Srq: Send + Sync;
 
     /// Checks that `netdev` can carry a new device and returns how to build it.
     fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)>;
@@ -179,6 +184,41 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
     /// Arms a kernel consumer's completion queue; returns whether completions are already
     /// waiting (for `IB_CQ_REPORT_MISSED_EVENTS`).
     fn req_notify_cq(dev: &Device<Self>, cq: &Cq<Self>, notify: CqNotify) -> bool;
+
+    /// Creates a queue pair; returns its number and real queue sizes.
+    fn create_qp(
+        dev: &Device<Self>,
+        init: &QpInit,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(u32, QpCaps, impl PinInit<Self::Qp, Error>)>;
+
+    /// Releases a queue pair.
+    fn destroy_qp(dev: &Device<Self>, qp: &Qp<Self>);
+
+    /// Changes state and attributes of a queue pair.
+    fn modify_qp(dev: &Device<Self>, qp: &Qp<Self>, modify: &QpModify) -> Result;
+
+    /// Reports the attributes of a queue pair.
+    fn query_qp(dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr;
+
+    /// The user library rang the doorbell: new work is in the shared send queue.
+    fn doorbell(dev: &Device<Self>, qp: &Qp<Self>) -> Result;
+
+    /// Creates a shared receive queue; returns its real attributes.
+    fn create_srq(
+        dev: &Device<Self>,
+        attr: &SrqAttr,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(SrqAttr, impl PinInit<Self::Srq, Error>)>;
+
+    /// Releases a shared receive queue no queue pair uses any more.
+    fn destroy_srq(dev: &Device<Self>, srq: &Srq<Self>);
+
+    /// Changes the attributes of a shared receive queue.
+    fn modify_srq(dev: &Device<Self>, srq: &Srq<Self>, modify: &SrqModify) -> Result;
+
+    /// Reports the attributes of a shared receive queue.
+    fn query_srq(dev: &Device<Self>, srq: &Srq<Self>) -> SrqAttr;
 }
 
 /// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
@@ -348,6 +388,18 @@ impl<T: DeviceOps> Device<T> {
             destroy_cq: Some(verbs::destroy_cq_callback::<T>),
             req_notify_cq: Some(verbs::req_notify_cq_callback::<T>),
             size_ib_ucontext: core::mem::size_of::<UContext<T>>(),
+            create_qp: Some(qp::create_qp_callback::<T>),
+            destroy_qp: Some(qp::destroy_qp_callback::<T>),
+            modify_qp: Some(qp::modify_qp_callback::<T>),
+            query_qp: Some(qp::query_qp_callback::<T>),
+            post_send: Some(qp::post_send_callback::<T>),
+            post_recv: Some(qp::post_recv_callback::<T>),
+            create_srq: Some(qp::create_srq_callback::<T>),
+            destroy_srq: Some(qp::destroy_srq_callback::<T>),
+            modify_srq: Some(qp::modify_srq_callback::<T>),
+            query_srq: Some(qp::query_srq_callback::<T>),
+            size_ib_qp: core::mem::size_of::<Qp<T>>(),
+            size_ib_srq: core::mem::size_of::<Srq<T>>(),
             size_ib_pd: core::mem::size_of::<Pd<T>>(),
             size_ib_cq: core::mem::size_of::<Cq<T>>(),
             ..Default::default()

@@ -9,9 +9,10 @@
 use crate::kernel_ext::bindings;
 use core::ffi::c_int;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU16, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::types::{AsBytes, FromBytes};
+use super::ucontext::UData;
 
 /// Zeroed memory holding a queue's ring.
 ///
@@ -39,8 +40,11 @@ impl QueueMemory {
         Ok(Self { addr, len, entry: None })
     }
 
-    /// Allocates `len` zeroed bytes userspace can map through `uctx` at the returned key.
-    pub(crate) fn new_user(uctx: *mut bindings::ib_ucontext, len: usize) -> Result<(Self, u64)> {
+    /// Allocates `len` zeroed bytes userspace can map through `udata`'s context at the
+    /// returned key (an mmap offset), which is at least `min_key`.
+    pub fn new_user(udata: &UData<'_>, len: usize, min_key: u64) -> Result<(Self, u64)> {
+        let uctx = udata.ucontext();
+        let min_pgoff = u32::try_from(min_key.div_ceil(kernel::page::PAGE_SIZE as u64)).map_err(|_| EINVAL)?;
         let map_len = len.checked_next_multiple_of(kernel::page::PAGE_SIZE).ok_or(EINVAL)?;
         // SAFETY: Any size; the memory is zeroed and marked for mapping to userspace.
         let addr = NonNull::new(unsafe { bindings::riw_vmalloc_user(map_len as _) }.cast::<u8>())
@@ -59,7 +63,13 @@ impl QueueMemory {
         // SAFETY: `uctx` is live (the caller's command holds it) and `entry` is a fresh entry
         // that the core now tracks until `rdma_user_mmap_entry_remove`.
         let ret = unsafe {
-            bindings::rdma_user_mmap_entry_insert(uctx, core::ptr::addr_of_mut!((*entry).base), map_len)
+            bindings::rdma_user_mmap_entry_insert_range(
+                uctx,
+                core::ptr::addr_of_mut!((*entry).base),
+                map_len,
+                min_pgoff,
+                u32::MAX,
+            )
         };
         if ret != 0 {
             // SAFETY: The insertion failed: both are still only ours.
@@ -76,15 +86,10 @@ impl QueueMemory {
         Ok((Self { addr, len, entry }, key))
     }
 
-    /// Size in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
     /// A pointer to `size` bytes at `offset`, if they are inside and `align`-aligned.
     fn at(&self, offset: usize, size: usize, align: usize) -> Option<*mut u8> {
         let end = offset.checked_add(size)?;
-        (end <= self.len && offset % align == 0).then(|| {
+        (end <= self.len && offset.is_multiple_of(align)).then(|| {
             // SAFETY: In bounds of the allocation, by the check above.
             unsafe { self.addr.as_ptr().add(offset) }
         })
@@ -105,6 +110,23 @@ impl QueueMemory {
         let p = self.at(offset, core::mem::size_of::<E>(), 1).ok_or(EINVAL)?;
         // SAFETY: `p` is valid for writes of `E`, which has no padding (`AsBytes`).
         unsafe { p.cast::<E>().write_volatile(core::ptr::read(value)) };
+        Ok(())
+    }
+
+    fn atomic_u8(&self, offset: usize) -> Option<&AtomicU8> {
+        let p = self.at(offset, 1, 1)?;
+        // SAFETY: In bounds; both sides access this byte atomically only.
+        Some(unsafe { AtomicU8::from_ptr(p) })
+    }
+
+    /// Loads the byte at `offset` with acquire ordering.
+    pub fn load_u8_acquire(&self, offset: usize) -> Option<u8> {
+        Some(self.atomic_u8(offset)?.load(Ordering::Acquire))
+    }
+
+    /// Stores the byte at `offset` with release ordering (a completion's flags, last).
+    pub fn store_u8_release(&self, offset: usize, value: u8) -> Result {
+        self.atomic_u8(offset).ok_or(EINVAL)?.store(value, Ordering::Release);
         Ok(())
     }
 

@@ -16,6 +16,7 @@ mod device;
 mod driver;
 mod mmap;
 mod object;
+mod qp;
 mod ucontext;
 mod verbs;
 
@@ -26,4 +27,5 @@ pub use device::{
 pub use driver::Driver;
 pub use mmap::QueueMemory;
 pub use ucontext::UData;
+pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, Srq, SrqAttr, SrqModify};
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};

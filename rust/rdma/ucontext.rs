@@ -95,7 +95,7 @@ impl UData<'_> {
         }
         // SAFETY: Valid by the invariant.
         if !unsafe { bindings::riw_udata_cleared_from(self.raw, core::mem::size_of::<R>()) } {
-            return Err(Error::from_errno(-(bindings::EOPNOTSUPP as i32)));
+            return Err(crate::kernel_ext::errno::EOPNOTSUPP());
         }
         Ok(req)
     }

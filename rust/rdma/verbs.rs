@@ -34,6 +34,20 @@ pub enum CqNotify {
     NextCompletion,
 }
 
+impl<D> Object<bindings::ib_cq, D> {
+    /// Calls the consumer's completion handler: the CQ was armed and got a completion.
+    pub fn notify_completion(&self) {
+        let cq = self.as_raw();
+        // SAFETY: A live CQ; the core set the handler (possibly none) and its context at
+        // creation.
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
+    }
+}
+
 pub(super) unsafe extern "C" fn alloc_pd_callback<T: DeviceOps>(
     pd: *mut bindings::ib_pd,
     udata: *mut bindings::ib_udata,

@@ -1,20 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Completion queues: a ring of `siw_cqe` entries followed by the `siw_cq_ctrl` word that
-//! arms the queue, shared with userspace (or private to a kernel consumer).
+//! arms the queue, shared with userspace (or private to a kernel consumer). riw produces
+//! entries; the consumer hands each back by clearing its flags.
 
-use crate::device::RiwDevice;
-use crate::kernel_ext::rdma::{CqAttr, CqNotify, Device, QueueMemory, UData};
+use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::kernel_ext::rdma::{Cq, CqAttr, CqNotify, Device, QueueMemory, UData};
 use crate::uapi;
+use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
+use kernel::sync::{new_spinlock, SpinLock};
 
-const CQE_SIZE: usize = core::mem::size_of::<uapi::siw_cqe>();
+const CQE_SIZE: usize = size_of::<uapi::siw_cqe>();
+const CQE_FLAGS: usize = offset_of!(uapi::siw_cqe, flags);
+const VALID: u8 = uapi::siw_wqe_flags_SIW_WQE_VALID as u8;
 
 /// A riw completion queue.
+#[pin_data]
 pub(crate) struct RiwCq {
     /// Number of entries, a power of two.
     num_cqe: u32,
     ring: QueueMemory,
+    /// Index of the next entry to produce.
+    #[pin]
+    producer: SpinLock<u32>,
+}
+
+/// A completion, as the soft-iWARP ABI carries it.
+pub(crate) struct Completion {
+    pub(crate) wr_id: u64,
+    pub(crate) opcode: u32,
+    pub(crate) status: u32,
+    pub(crate) bytes: u32,
+    pub(crate) qp_num: u32,
+    pub(crate) solicited: bool,
 }
 
 impl RiwCq {
@@ -29,26 +48,26 @@ impl RiwCq {
         dev: &Device<RiwDevice>,
         attr: &CqAttr,
         udata: Option<&mut UData<'_>>,
-    ) -> Result<(u32, Self)> {
-        let limits = &crate::device::LIMITS;
-        if attr.flags != 0 || attr.cqe == 0 || attr.cqe > limits.max_cqe || attr.comp_vector != 0 {
+    ) -> Result<(u32, impl PinInit<Self, Error>)> {
+        if attr.flags != 0 || attr.cqe == 0 || attr.cqe > LIMITS.max_cqe || attr.comp_vector != 0 {
             return Err(EINVAL);
         }
         // The ring index wraps by masking: a power of two, as the user ABI expects.
-        let num_cqe = attr.cqe.checked_next_power_of_two().ok_or(EINVAL)?.min(limits.max_cqe);
-        let len = num_cqe as usize * CQE_SIZE + core::mem::size_of::<uapi::siw_cq_ctrl>();
-        let quota = dev.cqs.take(limits.max_cq)?;
-        let cq = match udata {
+        let num_cqe = attr.cqe.checked_next_power_of_two().ok_or(EINVAL)?.min(LIMITS.max_cqe);
+        let len = num_cqe as usize * CQE_SIZE + size_of::<uapi::siw_cq_ctrl>();
+        let quota = dev.cqs.take(LIMITS.max_cq)?;
+        let ring = match udata {
             Some(udata) => {
-                let (ring, key) = QueueMemory::new_user(udata.ucontext(), len)?;
-                let id = dev.next_cq_id();
-                udata.respond(&uapi::siw_uresp_create_cq { cq_id: id, num_cqe, cq_key: key })?;
-                Self { num_cqe, ring }
+                let (ring, key) = QueueMemory::new_user(udata, len, MMAP_KEY_MIN)?;
+                let cq_id = dev.next_cq_id();
+                udata.respond(&uapi::siw_uresp_create_cq { cq_id, num_cqe, cq_key: key })?;
+                ring
             }
-            None => Self { num_cqe, ring: QueueMemory::new_kernel(len)? },
+            None => QueueMemory::new_kernel(len)?,
         };
         quota.keep();
-        Ok((num_cqe, cq))
+        let init = try_pin_init!(Self { num_cqe, ring, producer <- new_spinlock!(0, "riw_cq") });
+        Ok((num_cqe, init))
     }
 
     /// Arms the CQ the way the user library does, in the same control word.
@@ -60,8 +79,51 @@ impl RiwCq {
             }
         };
         let _ = self.ring.swap_u32(self.ctrl_offset(), flags);
-        // No completion can be waiting before the engine produces any.
-        false
+        let next = *self.producer.lock();
+        self.ring.load_u8_acquire(self.slot(next)).map_or(false, |f| f & VALID != 0)
+    }
+
+    fn slot(&self, index: u32) -> usize {
+        (index & (self.num_cqe - 1)) as usize * CQE_SIZE
+    }
+
+    /// Adds a completion; fails with ENOSPC if the consumer has not freed the slot (CQ
+    /// overrun). Raises the completion event if the CQ is armed for it.
+    pub(crate) fn push(cq: &Cq<RiwDevice>, c: &Completion) -> Result {
+        let this: &Self = cq;
+        {
+            let mut next = this.producer.lock();
+            let offset = this.slot(*next);
+            if this.ring.load_u8_acquire(offset + CQE_FLAGS).ok_or(EINVAL)? & VALID != 0 {
+                return Err(ENOSPC);
+            }
+            let mut cqe = uapi::siw_cqe {
+                id: c.wr_id,
+                flags: 0,
+                opcode: c.opcode as u8,
+                status: c.status as u16,
+                bytes: c.bytes,
+                ..Default::default()
+            };
+            cqe.__bindgen_anon_2.qp_id = u64::from(c.qp_num);
+            this.ring.write(offset, &cqe)?;
+            this.ring.store_u8_release(offset + CQE_FLAGS, VALID)?;
+            *next = next.wrapping_add(1);
+        }
+        let armed = this.ring.load_u32_acquire(this.ctrl_offset()).unwrap_or(0);
+        let wanted = if c.solicited || c.status != uapi::siw_wc_status_SIW_WC_SUCCESS {
+            uapi::siw_notify_flags_SIW_NOTIFY_SOLICITED | uapi::siw_notify_flags_SIW_NOTIFY_NEXT_COMPLETION
+        } else {
+            uapi::siw_notify_flags_SIW_NOTIFY_NEXT_COMPLETION
+        };
+        if armed & wanted != 0 {
+            // Disarm first: one event per arming.
+            let armed = this.ring.swap_u32(this.ctrl_offset(), uapi::siw_notify_flags_SIW_NOTIFY_NOT);
+            if armed.map_or(false, |a| a & wanted != 0) {
+                cq.notify_completion();
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn destroy(&self, dev: &Device<RiwDevice>) {

@@ -4,13 +4,16 @@
 //! advertises and the port that follows the netdev.
 
 use crate::cq::RiwCq;
+use crate::kernel_ext::ida::IdAllocator;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
     Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, Pd, PortAttr,
-    PortEvent, PortState, UData, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
-    KERNEL_CAP_ALLOW_USER_UNREG,
+    PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify, UData,
+    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
 use crate::pd::RiwPd;
+use crate::qp::RiwQp;
+use crate::srq::RiwSrq;
 use crate::uapi;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
@@ -52,14 +55,23 @@ pub(crate) const LIMITS: DeviceAttr = DeviceAttr {
     max_pkeys: 1,
 };
 
+/// Lowest mmap key riw hands out. The soft-iWARP user library takes the key
+/// `SIW_INVAL_UOBJ_KEY` for "no mapping" and fails the object: no ring may sit there.
+pub(crate) const MMAP_KEY_MIN: u64 = uapi::SIW_INVAL_UOBJ_KEY as u64 + 1;
+
 /// Largest message, in bytes.
 const MAX_MSG_SIZE: u32 = 1 << 31;
 
 /// A riw RNIC.
+#[pin_data]
 pub(crate) struct RiwDevice {
     pub(crate) pds: Counter,
     pub(crate) cqs: Counter,
+    pub(crate) qps: Counter,
+    pub(crate) srqs: Counter,
     cq_ids: AtomicU32,
+    #[pin]
+    pub(crate) qp_nums: IdAllocator,
 }
 
 impl RiwDevice {
@@ -124,6 +136,8 @@ impl DeviceOps for RiwDevice {
     type UContext = RiwUContext;
     type Pd = RiwPd;
     type Cq = RiwCq;
+    type Qp = RiwQp;
+    type Srq = RiwSrq;
 
     fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)> {
         if !netdev.is_ethernet() {
@@ -134,7 +148,14 @@ impl DeviceOps for RiwDevice {
             node_desc: c_str!("riw iWARP RNIC"),
             num_comp_vectors: 1,
         };
-        let dev = RiwDevice { pds: Counter::default(), cqs: Counter::default(), cq_ids: AtomicU32::new(1) };
+        let dev = try_pin_init!(RiwDevice {
+            pds: Counter::default(),
+            cqs: Counter::default(),
+            qps: Counter::default(),
+            srqs: Counter::default(),
+            cq_ids: AtomicU32::new(1),
+            qp_nums <- IdAllocator::new(),
+        });
         Ok((params, dev))
     }
 
@@ -210,5 +231,49 @@ impl DeviceOps for RiwDevice {
 
     fn req_notify_cq(_dev: &Device<Self>, cq: &Cq<Self>, notify: CqNotify) -> bool {
         cq.arm(notify)
+    }
+
+    fn create_qp(
+        dev: &Device<Self>,
+        init: &QpInit,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(u32, QpCaps, impl PinInit<RiwQp, Error>)> {
+        RiwQp::new(dev, init, udata)
+    }
+
+    fn destroy_qp(dev: &Device<Self>, qp: &Qp<Self>) {
+        RiwQp::destroy(qp, dev);
+    }
+
+    fn modify_qp(_dev: &Device<Self>, qp: &Qp<Self>, modify: &QpModify) -> Result {
+        qp.modify(modify)
+    }
+
+    fn query_qp(_dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr {
+        qp.query()
+    }
+
+    fn doorbell(_dev: &Device<Self>, qp: &Qp<Self>) -> Result {
+        RiwQp::doorbell(qp)
+    }
+
+    fn create_srq(
+        dev: &Device<Self>,
+        attr: &SrqAttr,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(SrqAttr, impl PinInit<RiwSrq, Error>)> {
+        RiwSrq::new(dev, attr, udata)
+    }
+
+    fn destroy_srq(dev: &Device<Self>, srq: &Srq<Self>) {
+        srq.destroy(dev);
+    }
+
+    fn modify_srq(_dev: &Device<Self>, srq: &Srq<Self>, modify: &SrqModify) -> Result {
+        srq.modify(modify)
+    }
+
+    fn query_srq(_dev: &Device<Self>, srq: &Srq<Self>) -> SrqAttr {
+        srq.query()
     }
 }

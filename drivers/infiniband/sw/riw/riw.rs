@@ -26,6 +26,10 @@ mod device;
 mod pd;
 #[forbid(unsafe_code)]
 mod proto;
+#[forbid(unsafe_code)]
+mod qp;
+#[forbid(unsafe_code)]
+mod srq;
 
 use kernel_ext::rdma::Driver;
 

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: the send and receive rings in the soft-iWARP layout, sizes checked against
+//! the device limits, and the iWARP QP state machine.
+
+use crate::cq::{Completion, RiwCq};
+use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::kernel_ext::rdma::{
+    Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, QueueMemory, UData,
+};
+use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
+use crate::uapi;
+use core::mem::{offset_of, size_of};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Mutex};
+
+const SQE_SIZE: usize = size_of::<uapi::siw_sqe>();
+const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
+const SQE_FLAGS: usize = offset_of!(uapi::siw_sqe, flags);
+const VALID: u16 = uapi::siw_wqe_flags_SIW_WQE_VALID as u16;
+/// Inline data rides in the SGE slots after the first.
+pub(crate) const MAX_INLINE: u32 = (size_of::<uapi::siw_sge>() * (uapi::SIW_MAX_SGE as usize - 1)) as u32;
+/// QP numbers: 24 bits, 0 reserved.
+const QP_NUM_MAX: u32 = (1 << 24) - 1;
+/// Access rights a QP may grant its peer or itself (`IB_ACCESS_LOCAL_WRITE`,
+/// `IB_ACCESS_REMOTE_WRITE`, `IB_ACCESS_REMOTE_READ`); iWARP has no atomics here.
+const QP_ACCESS_FLAGS: u32 = 0x1 | 0x2 | 0x4;
+
+/// What changes with `modify_qp`.
+struct QpMutable {
+    state: QpState,
+    access_flags: u32,
+    /// ORD.
+    max_rd_atomic: u32,
+    /// IRD.
+    max_dest_rd_atomic: u32,
+    /// Index of the next send queue entry to take.
+    sq_next: u32,
+}
+
+/// A riw queue pair.
+#[pin_data]
+pub(crate) struct RiwQp {
+    sq: QueueMemory,
+    num_sqe: u32,
+    /// `None` with a shared receive queue.
+    rq: Option<QueueMemory>,
+    caps: QpCaps,
+    sig_all: bool,
+    #[pin]
+    mutable: Mutex<QpMutable>,
+}
+
+/// Rounds a requested queue depth up to the ring size, within the device limit.
+pub(crate) fn ring_depth(wanted: u32, max: u32) -> Result<u32> {
+    if wanted == 0 || wanted > max {
+        return Err(EINVAL);
+    }
+    Ok(wanted.checked_next_power_of_two().ok_or(EINVAL)?.min(max))
+}
+
+impl RiwQp {
+    pub(crate) fn new(
+        dev: &Device<RiwDevice>,
+        init: &QpInit,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(u32, QpCaps, impl PinInit<Self, Error>)> {
+        if !init.is_rc {
+            return Err(EOPNOTSUPP());
+        }
+        let want = &init.caps;
+        if init.create_flags != 0
+            || want.max_send_sge > LIMITS.max_send_sge
+            || want.max_recv_sge > LIMITS.max_recv_sge
+            || want.max_inline_data > MAX_INLINE
+        {
+            return Err(EINVAL);
+        }
+        let num_sqe = ring_depth(want.max_send_wr, LIMITS.max_qp_wr)?;
+        let num_rqe = if init.has_srq { 0 } else { ring_depth(want.max_recv_wr, LIMITS.max_qp_wr)? };
+        let caps = QpCaps {
+            max_send_wr: num_sqe,
+            max_recv_wr: num_rqe,
+            max_send_sge: want.max_send_sge,
+            max_recv_sge: if init.has_srq { 0 } else { want.max_recv_sge },
+            max_inline_data: MAX_INLINE,
+        };
+
+        let quota = dev.qps.take(LIMITS.max_qp)?;
+        let sq_len = num_sqe as usize * SQE_SIZE;
+        let rq_len = num_rqe as usize * RQE_SIZE;
+        let qp_num = dev.qp_nums.alloc(1, QP_NUM_MAX)?;
+        let rings = match udata {
+            Some(udata) => Self::user_rings(udata, qp_num, num_sqe, num_rqe, sq_len, rq_len),
+            None => QueueMemory::new_kernel(sq_len).and_then(|sq| {
+                let rq = (rq_len != 0).then(|| QueueMemory::new_kernel(rq_len)).transpose()?;
+                Ok((sq, rq))
+            }),
+        };
+        let (sq, rq) = match rings {
+            Ok(rings) => rings,
+            Err(e) => {
+                dev.qp_nums.free(qp_num);
+                return Err(e);
+            }
+        };
+        quota.keep();
+        let sig_all = init.sig_all;
+        let init = try_pin_init!(Self {
+            sq,
+            num_sqe,
+            rq,
+            caps,
+            sig_all,
+            mutable <- new_mutex!(
+                QpMutable {
+                    state: QpState::Reset,
+                    access_flags: 0,
+                    max_rd_atomic: 0,
+                    max_dest_rd_atomic: 0,
+                    sq_next: 0,
+                },
+                "riw_qp"
+            ),
+        });
+        Ok((qp_num, caps, init))
+    }
+
+    fn user_rings(
+        udata: &mut UData<'_>,
+        qp_num: u32,
+        num_sqe: u32,
+        num_rqe: u32,
+        sq_len: usize,
+        rq_len: usize,
+    ) -> Result<(QueueMemory, Option<QueueMemory>)> {
+        let (sq, sq_key) = QueueMemory::new_user(udata, sq_len, MMAP_KEY_MIN)?;
+        let (rq, rq_key) = match rq_len {
+            0 => (None, 0),
+            len => {
+                let (rq, key) = QueueMemory::new_user(udata, len, MMAP_KEY_MIN)?;
+                (Some(rq), key)
+            }
+        };
+        udata.respond(&uapi::siw_uresp_create_qp { qp_id: qp_num, num_sqe, num_rqe, pad: 0, sq_key, rq_key })?;
+        Ok((sq, rq))
+    }
+
+    pub(crate) fn destroy(qp: &Qp<RiwDevice>, dev: &Device<RiwDevice>) {
+        dev.qp_nums.free(qp.qp_num());
+        dev.qps.put();
+    }
+
+    /// Applies a `modify_qp` request: the iWARP transitions and attributes, all or nothing.
+    pub(crate) fn modify(&self, m: &QpModify) -> Result {
+        let mut q = self.mutable.lock();
+        let next = m.state.unwrap_or(q.state);
+        if m.foreign_mask != 0 || m.cur_state.is_some_and(|s| s != q.state) {
+            return Err(EINVAL);
+        }
+        if !transition_allowed(q.state, next) {
+            return Err(EINVAL);
+        }
+        let has_attrs = m.access_flags.is_some()
+            || m.port.is_some()
+            || m.pkey_index.is_some()
+            || m.max_rd_atomic.is_some()
+            || m.max_dest_rd_atomic.is_some();
+        if has_attrs && matches!(next, QpState::Reset | QpState::Error) {
+            return Err(EINVAL);
+        }
+        if m.port.is_some_and(|p| p != 1)
+            || m.pkey_index.is_some_and(|i| i != 0)
+            || m.access_flags.is_some_and(|f| f & !QP_ACCESS_FLAGS != 0)
+            || m.max_rd_atomic.is_some_and(|o| o > LIMITS.max_qp_init_rd_atom)
+            || m.max_dest_rd_atomic.is_some_and(|i| i > LIMITS.max_qp_rd_atom)
+        {
+            return Err(EINVAL);
+        }
+        q.access_flags = m.access_flags.unwrap_or(q.access_flags);
+        q.max_rd_atomic = m.max_rd_atomic.unwrap_or(q.max_rd_atomic);
+        q.max_dest_rd_atomic = m.max_dest_rd_atomic.unwrap_or(q.max_dest_rd_atomic);
+        if next == QpState::Reset {
+            // A QP back in RESET starts over: the consumer re-creates its rings' contents.
+            q.sq_next = 0;
+        }
+        q.state = next;
+        Ok(())
+    }
+
+    pub(crate) fn query(&self) -> QpAttr {
+        let q = self.mutable.lock();
+        QpAttr {
+            state: q.state,
+            access_flags: q.access_flags,
+            caps: self.caps,
+            max_rd_atomic: q.max_rd_atomic,
+            max_dest_rd_atomic: q.max_dest_rd_atomic,
+            sig_all: self.sig_all,
+        }
+    }
+
+    /// New send work in the shared ring. Without a connection there is nothing to send:
+    /// a QP in ERROR flushes what was posted, any other state refuses.
+    pub(crate) fn doorbell(qp: &Qp<RiwDevice>) -> Result {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
+        if q.state != QpState::Error {
+            return Err(ENOTCONN());
+        }
+        // At most one pass over the ring: userspace may keep refilling it.
+        for _ in 0..this.num_sqe {
+            let offset = (q.sq_next & (this.num_sqe - 1)) as usize * SQE_SIZE;
+            if this.sq.load_u16_acquire(offset + SQE_FLAGS).ok_or(EINVAL)? & VALID == 0 {
+                break;
+            }
+            let sqe: uapi::siw_sqe = this.sq.read(offset).ok_or(EINVAL)?;
+            let c = flush_completion(&sqe, qp.qp_num());
+            // Hand the slot back before the completion announces it.
+            this.sq.store_u16_release(offset + SQE_FLAGS, 0)?;
+            q.sq_next = q.sq_next.wrapping_add(1);
+            if RiwCq::push(qp.send_cq::<RiwDevice>(), &c).is_err() {
+                // CQ overrun: the consumer loses completions; the QP is in ERROR already.
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The completion of a send work request flushed from a QP in ERROR: a well-formed
+/// request completes with "flushed", anything else with "local QP operation error". The
+/// opcode echoed is always one the user library can map.
+fn flush_completion(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
+    let user_opcode = matches!(
+        u32::from(sqe.opcode),
+        uapi::siw_opcode_SIW_OP_WRITE
+            | uapi::siw_opcode_SIW_OP_READ
+            | uapi::siw_opcode_SIW_OP_SEND
+            | uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV
+    );
+    let inline = sqe.flags & uapi::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0;
+    let well_formed = user_opcode && (inline || u32::from(sqe.num_sge) <= uapi::SIW_MAX_SGE);
+    Completion {
+        wr_id: sqe.id,
+        opcode: if user_opcode { u32::from(sqe.opcode) } else { uapi::siw_opcode_SIW_OP_SEND },
+        status: if well_formed {
+            uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR
+        } else {
+            uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR
+        },
+        bytes: 0,
+        qp_num,
+        solicited: false,
+    }
+}
+
+/// The QP state transitions a consumer may ask of an iWARP RC QP: those of the verbs
+/// specification, except that RTS is entered by the connection manager once the
+/// connection is established, never by a plain `modify_qp` from RTR, and that SQE (an
+/// unreliable-transport state) is never entered.
+fn transition_allowed(from: QpState, to: QpState) -> bool {
+    use QpState::*;
+    matches!(
+        (from, to),
+        (_, Reset)
+            | (_, Error)
+            | (Reset, Init)
+            | (Init, Init)
+            | (Init, Rtr)
+            | (Rts, Rts)
+            | (Rts, Sqd)
+            | (Sqd, Sqd)
+            | (Sqd, Rts)
+    )
+}

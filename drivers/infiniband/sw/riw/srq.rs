@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: a ring of `siw_rqe` entries that several QPs take receives from,
+//! with a limit that raises an event when few receives remain.
+
+use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::kernel_ext::rdma::{Device, QueueMemory, SrqAttr, SrqModify, UData};
+use crate::qp::ring_depth;
+use crate::uapi;
+use core::mem::size_of;
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Mutex};
+
+const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
+
+/// A riw shared receive queue.
+#[pin_data]
+pub(crate) struct RiwSrq {
+    _ring: QueueMemory,
+    num_rqe: u32,
+    max_sge: u32,
+    /// The armed limit (0: disarmed).
+    #[pin]
+    limit: Mutex<u32>,
+}
+
+impl RiwSrq {
+    pub(crate) fn new(
+        dev: &Device<RiwDevice>,
+        attr: &SrqAttr,
+        udata: Option<&mut UData<'_>>,
+    ) -> Result<(SrqAttr, impl PinInit<Self, Error>)> {
+        let num_rqe = ring_depth(attr.max_wr, LIMITS.max_srq_wr)?;
+        if attr.max_sge > LIMITS.max_srq_sge || attr.srq_limit > num_rqe {
+            return Err(EINVAL);
+        }
+        let quota = dev.srqs.take(LIMITS.max_srq)?;
+        let len = num_rqe as usize * RQE_SIZE;
+        let ring = match udata {
+            Some(udata) => {
+                let (ring, key) = QueueMemory::new_user(udata, len, MMAP_KEY_MIN)?;
+                udata.respond(&uapi::siw_uresp_create_srq { num_rqe, pad: 0, srq_key: key })?;
+                ring
+            }
+            None => QueueMemory::new_kernel(len)?,
+        };
+        quota.keep();
+        let actual = SrqAttr { max_wr: num_rqe, max_sge: attr.max_sge, srq_limit: attr.srq_limit };
+        let (max_sge, limit) = (attr.max_sge, attr.srq_limit);
+        let init = try_pin_init!(Self {
+            _ring: ring,
+            num_rqe,
+            max_sge,
+            limit <- new_mutex!(limit, "riw_srq"),
+        });
+        Ok((actual, init))
+    }
+
+    pub(crate) fn destroy(&self, dev: &Device<RiwDevice>) {
+        dev.srqs.put();
+    }
+
+    /// Arms the limit; the ring cannot be resized.
+    pub(crate) fn modify(&self, m: &SrqModify) -> Result {
+        if m.max_wr.is_some() {
+            return Err(EINVAL);
+        }
+        if let Some(limit) = m.srq_limit {
+            if limit > self.num_rqe {
+                return Err(EINVAL);
+            }
+            *self.limit.lock() = limit;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn query(&self) -> SrqAttr {
+        SrqAttr { max_wr: self.num_rqe, max_sge: self.max_sge, srq_limit: *self.limit.lock() }
+    }
+}

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs and shared receive queues: their attributes in Rust terms and the C
+//! trampolines of their ops.
+
+use super::device::DeviceOps;
+use super::object::Object;
+use super::verbs::Cq;
+use super::ucontext::UData;
+use crate::kernel_ext::bindings;
+use core::ffi::c_int;
+use kernel::error::from_result;
+use kernel::prelude::*;
+
+/// A queue pair of driver `T`.
+pub type Qp<T> = Object<bindings::ib_qp, <T as DeviceOps>::Qp>;
+/// A shared receive queue of driver `T`.
+pub type Srq<T> = Object<bindings::ib_srq, <T as DeviceOps>::Srq>;
+
+/// Work queue sizes (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpCaps {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+
+/// What a consumer asks of a new queue pair.
+#[derive(Clone, Copy, Debug)]
+pub struct QpInit {
+    /// Reliable connected: the only type iWARP has.
+    pub is_rc: bool,
+    pub caps: QpCaps,
+    /// Every send work request completes with a CQE (`IB_SIGNAL_ALL_WR`).
+    pub sig_all: bool,
+    /// Receives come from a shared receive queue.
+    pub has_srq: bool,
+    /// `ib_qp_create_flags`; none is supported.
+    pub create_flags: u32,
+}
+
+/// A queue pair state (`enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpState {
+    Reset,
+    Init,
+    Rtr,
+    Rts,
+    Sqd,
+    Sqe,
+    Error,
+}
+
+impl QpState {
+    fn from_raw(raw: bindings::ib_qp_state) -> Result<Self> {
+        Ok(match raw {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Error,
+            _ => return Err(EINVAL),
+        })
+    }
+
+    fn to_raw(self) -> bindings::ib_qp_state {
+        match self {
+            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            Self::Error => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+}
+
+/// A `modify_qp` request: the attributes present in its mask.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpModify {
+    pub state: Option<QpState>,
+    /// The state the consumer believes the QP is in.
+    pub cur_state: Option<QpState>,
+    pub access_flags: Option<u32>,
+    pub port: Option<u32>,
+    pub pkey_index: Option<u16>,
+    /// Outbound RDMA READ depth (ORD).
+    pub max_rd_atomic: Option<u32>,
+    /// Inbound RDMA READ depth (IRD).
+    pub max_dest_rd_atomic: Option<u32>,
+    /// Mask bits of attributes iWARP has no use for (address vectors, PSNs, timers...).
+    pub foreign_mask: u32,
+}
+
+/// What `query_qp` reports.
+#[derive(Clone, Copy, Debug)]
+pub struct QpAttr {
+    pub state: QpState,
+    pub access_flags: u32,
+    pub caps: QpCaps,
+    pub max_rd_atomic: u32,
+    pub max_dest_rd_atomic: u32,
+    pub sig_all: bool,
+}
+
+/// Shared receive queue attributes (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SrqAttr {
+    pub max_wr: u32,
+    pub max_sge: u32,
+    /// Raise `IB_EVENT_SRQ_LIMIT_REACHED` when fewer receives remain; 0: disarmed.
+    pub srq_limit: u32,
+}
+
+/// A `modify_srq` request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SrqModify {
+    /// Resize to this many entries (`IB_SRQ_MAX_WR`).
+    pub max_wr: Option<u32>,
+    /// Arm the limit event (`IB_SRQ_LIMIT`).
+    pub srq_limit: Option<u32>,
+}
+
+fn caps_from_raw(cap: &bindings::ib_qp_cap) -> QpCaps {
+    QpCaps {
+        max_send_wr: cap.max_send_wr,
+        max_recv_wr: cap.max_recv_wr,
+        max_send_sge: cap.max_send_sge,
+        max_recv_sge: cap.max_recv_sge,
+        max_inline_data: cap.max_inline_data,
+    }
+}
+
+fn caps_to_raw(caps: &QpCaps, cap: &mut bindings::ib_qp_cap) {
+    cap.max_send_wr = caps.max_send_wr;
+    cap.max_recv_wr = caps.max_recv_wr;
+    cap.max_send_sge = caps.max_send_sge;
+    cap.max_recv_sge = caps.max_recv_sge;
+    cap.max_inline_data = caps.max_inline_data;
+}
+
+impl<D> Object<bindings::ib_qp, D> {
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: Set at creation, never changed.
+        unsafe { (*self.as_raw()).qp_num }
+    }
+
+    /// The completion queue of the send queue.
+    pub fn send_cq<T: DeviceOps>(&self) -> &Cq<T>
+    where
+        Self: IsQpOf<T>,
+    {
+        // SAFETY: The core sets `send_cq` before creation and holds the CQ (its use count)
+        // until the QP is destroyed; it is a CQ of the QP's device, of driver `T`.
+        unsafe { Cq::<T>::from_raw((*self.as_raw()).send_cq) }
+    }
+}
+
+/// `Qp<T>` is the QP type of driver `T` (ties a QP's CQs to the same driver).
+pub trait IsQpOf<T: DeviceOps> {}
+impl<T: DeviceOps> IsQpOf<T> for Qp<T> {}
+
+pub(super) unsafe extern "C" fn create_qp_callback<T: DeviceOps>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed QP of our size on a device of `T` (with `pd`,
+        // CQs and SRQ already set) and the consumer's attributes, which it reads back.
+        let (dev, attr, mut udata) =
+            unsafe { (Qp::<T>::device::<T>(qp), &mut *attr, UData::from_nullable(udata)) };
+        let init = QpInit {
+            is_rc: attr.qp_type == bindings::ib_qp_type_IB_QPT_RC,
+            caps: caps_from_raw(&attr.cap),
+            sig_all: attr.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            has_srq: !attr.srq.is_null(),
+            create_flags: attr.create_flags,
+        };
+        let (qp_num, caps, data) = T::create_qp(dev, &init, udata.as_mut())?;
+        // SAFETY: A fresh QP of `size_ib_qp` bytes.
+        unsafe {
+            Qp::<T>::init(qp, data)?;
+            (*qp).qp_num = qp_num;
+        }
+        caps_to_raw(&caps, &mut attr.cap);
+        Ok(0)
+    })
+}
+
+pub(super) unsafe extern "C" fn destroy_qp_callback<T: DeviceOps>(
+    qp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: A QP set up by `create_qp_callback`, destroyed once.
+    unsafe {
+        T::destroy_qp(Qp::<T>::device::<T>(qp), Qp::<T>::from_raw(qp));
+        Qp::<T>::drop_data(qp);
+    }
+    0
+}
+
+pub(super) unsafe extern "C" fn modify_qp_callback<T: DeviceOps>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    mask: c_int,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live QP of a device of `T`; `attr` holds the fields in `mask`.
+        let (dev, qp, attr, mut udata) = unsafe {
+            (Qp::<T>::device::<T>(qp), Qp::<T>::from_raw(qp), &*attr, UData::from_nullable(udata))
+        };
+        if let Some(udata) = udata.as_mut() {
+            // No driver-specific input is defined for modify_qp.
+            udata.request::<[u8; 0]>()?;
+        }
+        let mask = mask as u32;
+        let has = |bit: u32| mask & bit != 0;
+        let known = bindings::ib_qp_attr_mask_IB_QP_STATE
+            | bindings::ib_qp_attr_mask_IB_QP_CUR_STATE
+            | bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY
+            | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS
+            | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
+            | bindings::ib_qp_attr_mask_IB_QP_PORT
+            | bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC
+            | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+        let modify = QpModify {
+            state: has(bindings::ib_qp_attr_mask_IB_QP_STATE)
+                .then(|| QpState::from_raw(attr.qp_state))
+                .transpose()?,
+            cur_state: has(bindings::ib_qp_attr_mask_IB_QP_CUR_STATE)
+                .then(|| QpState::from_raw(attr.cur_qp_state))
+                .transpose()?,
+            access_flags: has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+                .then_some(attr.qp_access_flags as u32),
+            port: has(bindings::ib_qp_attr_mask_IB_QP_PORT).then_some(u32::from(attr.port_num)),
+            pkey_index: has(bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX).then_some(attr.pkey_index),
+            max_rd_atomic: has(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
+                .then_some(u32::from(attr.max_rd_atomic)),
+            max_dest_rd_atomic: has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
+                .then_some(u32::from(attr.max_dest_rd_atomic)),
+            foreign_mask: mask & !known,
+        };
+        T::modify_qp(dev, qp, &modify)?;
+        Ok(0)
+    })
+}
+
+pub(super) unsafe extern "C" fn query_qp_callback<T: DeviceOps>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    _mask: c_int,
+    init_attr: *mut bindings::ib_qp_init_attr,
+) -> c_int {
+    // SAFETY: A live QP of a device of `T`; both outputs are the core's to fill.
+    let (q, attr, init_attr) = unsafe {
+        let q = T::query_qp(Qp::<T>::device::<T>(qp), Qp::<T>::from_raw(qp));
+        (q, &mut *attr, &mut *init_attr)
+    };
+    attr.qp_state = q.state.to_raw();
+    attr.cur_qp_state = q.state.to_raw();
+    attr.qp_access_flags = q.access_flags as c_int;
+    attr.max_rd_atomic = q.max_rd_atomic.try_into().unwrap_or(u8::MAX);
+    attr.max_dest_rd_atomic = q.max_dest_rd_atomic.try_into().unwrap_or(u8::MAX);
+    attr.port_num = 1;
+    caps_to_raw(&q.caps, &mut attr.cap);
+    // SAFETY: The QP's C fields, set by the core at creation.
+    unsafe {
+        init_attr.send_cq = (*qp).send_cq;
+        init_attr.recv_cq = (*qp).recv_cq;
+        init_attr.srq = (*qp).srq;
+        init_attr.qp_type = (*qp).qp_type;
+    }
+    init_attr.sq_sig_type = if q.sig_all {
+        bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+    } else {
+        bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+    };
+    caps_to_raw(&q.caps, &mut init_attr.cap);
+    0
+}
+
+pub(super) unsafe extern "C" fn post_send_callback<T: DeviceOps>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+    bad_wr: *mut *const bindings::ib_send_wr,
+) -> c_int {
+    // SAFETY: A live QP of a device of `T`.
+    let (dev, q) = unsafe { (Qp::<T>::device::<T>(qp), Qp::<T>::from_raw(qp)) };
+    if wr.is_null() {
+        // The user library's doorbell: work requests are in the shared send queue.
+        return match T::doorbell(dev, q) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        };
+    }
+    // Kernel consumers' work requests come with the connection manager and the engine.
+    // SAFETY: The core passes a valid pointer for the first failed request.
+    unsafe { *bad_wr = wr };
+    EOPNOTSUPP_ERRNO
+}
+
+pub(super) unsafe extern "C" fn post_recv_callback<T: DeviceOps>(
+    _qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // Userspace posts receives into the shared ring; kernel consumers' come later.
+    // SAFETY: The core passes a valid pointer for the first failed request.
+    unsafe { *bad_wr = wr };
+    EOPNOTSUPP_ERRNO
+}
+
+const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
+
+
+pub(super) unsafe extern "C" fn create_srq_callback<T: DeviceOps>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core hands a zeroed SRQ of our size on a device of `T` and the
+        // consumer's attributes, which it reads back.
+        let (dev, attr, mut udata) =
+            unsafe { (Srq::<T>::device::<T>(srq), &mut *attr, UData::from_nullable(udata)) };
+        if attr.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+            return Err(EINVAL);
+        }
+        let wanted = SrqAttr {
+            max_wr: attr.attr.max_wr,
+            max_sge: attr.attr.max_sge,
+            srq_limit: attr.attr.srq_limit,
+        };
+        let (actual, data) = T::create_srq(dev, &wanted, udata.as_mut())?;
+        // SAFETY: A fresh SRQ of `size_ib_srq` bytes.
+        unsafe { Srq::<T>::init(srq, data)? };
+        attr.attr.max_wr = actual.max_wr;
+        attr.attr.max_sge = actual.max_sge;
+        Ok(0)
+    })
+}
+
+pub(super) unsafe extern "C" fn destroy_srq_callback<T: DeviceOps>(
+    srq: *mut bindings::ib_srq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: An SRQ set up by `create_srq_callback`; the core checked no QP uses it.
+    unsafe {
+        T::destroy_srq(Srq::<T>::device::<T>(srq), Srq::<T>::from_raw(srq));
+        Srq::<T>::drop_data(srq);
+    }
+    0
+}
+
+pub(super) unsafe extern "C" fn modify_srq_callback<T: DeviceOps>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+    mask: bindings::ib_srq_attr_mask,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A live SRQ of a device of `T`; `attr` holds the fields in `mask`.
+        let (dev, s, attr) = unsafe { (Srq::<T>::device::<T>(srq), Srq::<T>::from_raw(srq), &*attr) };
+        let has = |bit: u32| mask & bit != 0;
+        if mask & !(bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT) != 0 {
+            return Err(EINVAL);
+        }
+        let modify = SrqModify {
+            max_wr: has(bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR).then_some(attr.max_wr),
+            srq_limit: has(bindings::ib_srq_attr_mask_IB_SRQ_LIMIT).then_some(attr.srq_limit),
+        };
+        T::modify_srq(dev, s, &modify)?;
+        Ok(0)
+    })
+}
+
+pub(super) unsafe extern "C" fn query_srq_callback<T: DeviceOps>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+) -> c_int {
+    // SAFETY: A live SRQ of a device of `T`; `attr` is the core's to fill.
+    unsafe {
+        let a = T::query_srq(Srq::<T>::device::<T>(srq), Srq::<T>::from_raw(srq));
+        (*attr).max_wr = a.max_wr;
+        (*attr).max_sge = a.max_sge;
+        (*attr).srq_limit = a.srq_limit;
+    }
+    0
+}
