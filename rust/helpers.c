@@ -84,3 +84,40 @@ int riw_ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max)
 {
 	return ida_alloc_range(ida, min, max, GFP_KERNEL);
 }
+
+void riw_xa_init_alloc(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_ALLOC);
+}
+
+int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max)
+{
+	return xa_alloc(xa, id, entry, XA_LIMIT(min, max), GFP_KERNEL);
+}
+
+void riw_xa_lock(struct xarray *xa)
+{
+	xa_lock(xa);
+}
+
+void riw_xa_unlock(struct xarray *xa)
+{
+	xa_unlock(xa);
+}
+
+struct ib_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
+			     int access, int *err)
+{
+	struct ib_umem *umem = ib_umem_get(dev, addr, size, access);
+
+	if (IS_ERR(umem)) {
+		*err = PTR_ERR(umem);
+		return NULL;
+	}
+	return umem;
+}
+
+void *riw_xa_find(struct xarray *xa, unsigned long *index)
+{
+	return xa_find(xa, index, ULONG_MAX, XA_PRESENT);
+}

@@ -9,6 +9,8 @@
 #include <linux/netdevice.h>
 #include <linux/vmalloc.h>
 #include <linux/idr.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -24,6 +26,13 @@ struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata);
 struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs);
 void riw_ida_init(struct ida *ida);
 int riw_ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max);
+void riw_xa_init_alloc(struct xarray *xa);
+int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max);
+void riw_xa_lock(struct xarray *xa);
+void *riw_xa_find(struct xarray *xa, unsigned long *index);
+void riw_xa_unlock(struct xarray *xa);
+struct ib_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
+			     int access, int *err);
 int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset);
 

@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 			--allowlist-function '(ib|rdma|iw|_ib|__ib)_.*'
 			--allowlist-function 'riw_.*'
 			--allowlist-function '(un)?register_netdevice_notifier'
-			--allowlist-function 'crc32c|vfree|remap_vmalloc_range|ida_.*'
+			--allowlist-function 'crc32c|vfree|remap_vmalloc_range|ida_.*|xa_(load|erase|find|destroy)'
 			--allowlist-var 'VM_[A-Z]+'
 			--allowlist-type '(ib|rdma|iw|riw)_.*|netdev_cmd'
 			--allowlist-var '(IB|RDMA|IW|NETDEV|NOTIFY|ARPHRD|IFF)_.*'

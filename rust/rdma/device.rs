@@ -4,6 +4,7 @@
 
 use super::driver;
 use super::mmap;
+use super::mr::{self, Mr, MrKeys};
 use super::ucontext::{self, UContext, UData};
 use super::qp::{self, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify};
 use super::verbs::{self, Cq, CqAttr, CqNotify, Pd};
@@ -146,6 +147,8 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
     type Qp: Send + Sync;
     /// Per shared-receive-queue driver data.
     type Srq: Send + Sync;
+    /// Per memory-region driver data.
+    type Mr: Send + Sync;
 
     /// Checks that `netdev` can carry a new device and returns how to build it.
     fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)>;
@@ -219,6 +222,26 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 
     /// Reports the attributes of a shared receive queue.
     fn query_srq(dev: &Device<Self>, srq: &Srq<Self>) -> SrqAttr;
+
+    /// Registers `length` bytes of user memory at `start`, addressed from `iova`.
+    fn reg_user_mr(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: u32,
+        udata: &mut UData<'_>,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// A kernel consumer's region covering all memory.
+    fn get_dma_mr(dev: &Device<Self>, pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// A kernel consumer's fast-registration region of up to `max_num_sg` pages.
+    fn alloc_mr(dev: &Device<Self>, pd: &Pd<Self>, max_num_sg: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+
+    /// Releases a memory region.
+    fn dereg_mr(dev: &Device<Self>, mr: &Mr<Self>);
 }
 
 /// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
@@ -398,6 +421,10 @@ impl<T: DeviceOps> Device<T> {
             destroy_srq: Some(qp::destroy_srq_callback::<T>),
             modify_srq: Some(qp::modify_srq_callback::<T>),
             query_srq: Some(qp::query_srq_callback::<T>),
+            reg_user_mr: Some(mr::reg_user_mr_callback::<T>),
+            get_dma_mr: Some(mr::get_dma_mr_callback::<T>),
+            alloc_mr: Some(mr::alloc_mr_callback::<T>),
+            dereg_mr: Some(mr::dereg_mr_callback::<T>),
             size_ib_qp: core::mem::size_of::<Qp<T>>(),
             size_ib_srq: core::mem::size_of::<Srq<T>>(),
             size_ib_pd: core::mem::size_of::<Pd<T>>(),

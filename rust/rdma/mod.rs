@@ -15,6 +15,7 @@
 mod device;
 mod driver;
 mod mmap;
+mod mr;
 mod object;
 mod qp;
 mod ucontext;
@@ -26,6 +27,7 @@ pub use device::{
 };
 pub use driver::Driver;
 pub use mmap::QueueMemory;
+pub use mr::{access, Mr, MrKeys, UserMemory};
 pub use ucontext::UData;
 pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, Srq, SrqAttr, SrqModify};
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};

@@ -46,8 +46,11 @@ core_object!(ib_ucontext, ib_pd, ib_cq, ib_qp, ib_srq, ib_mr);
 /// `ib` is a live object allocated by the core (or by [`super::mr`]) with the size of
 /// `Self`, and `data` is initialised, from the driver's create op to its destroy op.
 #[repr(C)]
+#[pin_data]
 pub struct Object<C, D> {
+    #[pin]
     ib: Opaque<C>,
+    #[pin]
     data: D,
 }
 
@@ -98,6 +101,32 @@ impl<C: CoreObject, D> Object<C, D> {
     pub(crate) unsafe fn init(ib: *mut C, init: impl PinInit<D, Error>) -> Result {
         // SAFETY: `data` is inside the allocation; the object is pinned in place.
         unsafe { init.__pinned_init(core::ptr::addr_of_mut!((*ib.cast::<Self>()).data)) }
+    }
+
+    /// Allocates a zeroed `C` with `D` behind it, for the objects the driver allocates
+    /// itself (memory regions); the core gets the raw pointer.
+    pub(crate) fn new_boxed(init: impl PinInit<D, Error>) -> Result<*mut C> {
+        let obj = KBox::pin_init(
+            try_pin_init!(Self {
+                // SAFETY: `c` is valid for writes of a `C`; the core expects it zeroed.
+                ib <- Opaque::ffi_init(|c: *mut C| unsafe { c.write_bytes(0, 1) }),
+                data <- init,
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The object stays pinned: only `free_boxed` turns it back into a box.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(obj) });
+        Ok(raw.cast())
+    }
+
+    /// Frees an object from `new_boxed`, dropping its data.
+    ///
+    /// # Safety
+    ///
+    /// `ib` came from `new_boxed` and nobody uses it any more.
+    pub(crate) unsafe fn free_boxed(ib: *mut C) {
+        // SAFETY: Per the function's safety requirements.
+        drop(unsafe { KBox::from_raw(ib.cast::<Self>()) });
     }
 
     /// Drops the driver data; the core frees the memory afterwards.

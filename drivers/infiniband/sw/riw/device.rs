@@ -5,9 +5,11 @@
 
 use crate::cq::RiwCq;
 use crate::kernel_ext::ida::IdAllocator;
+use crate::kernel_ext::xarray::ArcTable;
+use crate::mr::{MemRegion, RiwMr};
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
-    Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, Pd, PortAttr,
+    Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mr, MrKeys, Mtu, Pd, PortAttr,
     PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify, UData,
     DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
@@ -69,9 +71,13 @@ pub(crate) struct RiwDevice {
     pub(crate) cqs: Counter,
     pub(crate) qps: Counter,
     pub(crate) srqs: Counter,
+    pub(crate) mrs: Counter,
     cq_ids: AtomicU32,
     #[pin]
     pub(crate) qp_nums: IdAllocator,
+    /// Memory regions by STag index.
+    #[pin]
+    pub(crate) mr_table: ArcTable<MemRegion>,
 }
 
 impl RiwDevice {
@@ -138,6 +144,7 @@ impl DeviceOps for RiwDevice {
     type Cq = RiwCq;
     type Qp = RiwQp;
     type Srq = RiwSrq;
+    type Mr = RiwMr;
 
     fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)> {
         if !netdev.is_ethernet() {
@@ -153,8 +160,10 @@ impl DeviceOps for RiwDevice {
             cqs: Counter::default(),
             qps: Counter::default(),
             srqs: Counter::default(),
+            mrs: Counter::default(),
             cq_ids: AtomicU32::new(1),
             qp_nums <- IdAllocator::new(),
+            mr_table <- ArcTable::new(),
         });
         Ok((params, dev))
     }
@@ -275,5 +284,29 @@ impl DeviceOps for RiwDevice {
 
     fn query_srq(_dev: &Device<Self>, srq: &Srq<Self>) -> SrqAttr {
         srq.query()
+    }
+
+    fn reg_user_mr(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: u32,
+        udata: &mut UData<'_>,
+    ) -> Result<(MrKeys, impl PinInit<RiwMr, Error>)> {
+        RiwMr::new_user(dev, pd, start, length, iova, access, udata)
+    }
+
+    fn get_dma_mr(dev: &Device<Self>, pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<RiwMr, Error>)> {
+        RiwMr::new_dma(dev, pd, access)
+    }
+
+    fn alloc_mr(dev: &Device<Self>, pd: &Pd<Self>, max_num_sg: u32) -> Result<(MrKeys, impl PinInit<RiwMr, Error>)> {
+        RiwMr::new_fast_reg(dev, pd, max_num_sg)
+    }
+
+    fn dereg_mr(dev: &Device<Self>, mr: &Mr<Self>) {
+        RiwMr::destroy(mr, dev);
     }
 }

@@ -23,6 +23,8 @@ mod crc;
 #[forbid(unsafe_code)]
 mod device;
 #[forbid(unsafe_code)]
+mod mr;
+#[forbid(unsafe_code)]
 mod pd;
 #[forbid(unsafe_code)]
 mod proto;

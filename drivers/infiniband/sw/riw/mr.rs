@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions and their STags. An STag is a 24-bit index into the device's region
+//! table and an 8-bit key the consumer chooses; the data path looks a region up by index,
+//! then checks key, protection domain, rights, bounds and validity.
+
+use crate::device::{RiwDevice, LIMITS};
+use crate::kernel_ext::errno::EOPNOTSUPP;
+use crate::kernel_ext::rdma::{access, Device, Mr, MrKeys, Pd, UData, UserMemory};
+use crate::uapi;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// Region table indices: 24 bits, 0 reserved (an STag of 0 must never be valid).
+const STAG_INDEX_MAX: u32 = (1 << 24) - 1;
+
+/// Rights a region may grant; riw has no atomics and no memory windows.
+const MR_ACCESS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
+
+/// What a region's STag refers to.
+pub(crate) enum Backing {
+    /// Pinned user memory.
+    User(#[allow(dead_code)] UserMemory),
+    /// All of kernel memory, by address (a kernel consumer's DMA MR).
+    Dma,
+    /// Pages bound by a fast registration, at most this many.
+    FastReg { _max_pages: u32 },
+}
+
+/// A registered region, as the data path checks it.
+pub(crate) struct MemRegion {
+    /// The protection domain, by identity.
+    pd: usize,
+    key: u8,
+    access: u32,
+    iova: u64,
+    length: u64,
+    backing: Backing,
+    /// Cleared by invalidation (and until a fast registration binds pages).
+    valid: AtomicBool,
+}
+
+impl MemRegion {
+    /// Whether `stag` names this region (its key), the region is valid and belongs to `pd`,
+    /// grants `rights`, and covers `len` bytes at `addr`.
+    #[allow(dead_code)] // The data path (RDMA READ/WRITE) calls it.
+    pub(crate) fn permits(&self, stag: u32, pd: usize, rights: u32, addr: u64, len: u64) -> bool {
+        let covered = match self.backing {
+            Backing::Dma => true,
+            _ => addr >= self.iova && addr.checked_add(len).is_some_and(|end| end <= self.iova.saturating_add(self.length)),
+        };
+        stag as u8 == self.key
+            && self.pd == pd
+            && self.valid.load(Ordering::Acquire)
+            && self.access & rights == rights
+            && covered
+    }
+
+    /// Invalidates the region (local or remote invalidation).
+    #[allow(dead_code)] // The data path (invalidation) calls it.
+    pub(crate) fn invalidate(&self) {
+        self.valid.store(false, Ordering::Release);
+    }
+}
+
+/// A riw memory region: its table entry.
+pub(crate) struct RiwMr {
+    index: u32,
+}
+
+fn pd_id(pd: &Pd<RiwDevice>) -> usize {
+    pd as *const Pd<RiwDevice> as usize
+}
+
+impl RiwMr {
+    /// Checks `access` and records a region with key `key` in the device table.
+    fn register(
+        dev: &Device<RiwDevice>,
+        pd: &Pd<RiwDevice>,
+        access: u32,
+        key: u8,
+        iova: u64,
+        length: u64,
+        backing: Backing,
+    ) -> Result<(MrKeys, Self)> {
+        let access = access & !access::OPTIONAL;
+        if access & !MR_ACCESS != 0 {
+            return Err(if access & access::REMOTE_ATOMIC != 0 { EINVAL } else { EOPNOTSUPP() });
+        }
+        // Remote writes land in memory: the verbs require local write rights with them.
+        if access & access::REMOTE_WRITE != 0 && access & access::LOCAL_WRITE == 0 {
+            return Err(EINVAL);
+        }
+        let valid = !matches!(backing, Backing::FastReg { .. });
+        let region = Arc::new(
+            MemRegion { pd: pd_id(pd), key, access, iova, length, backing, valid: AtomicBool::new(valid) },
+            GFP_KERNEL,
+        )?;
+        let quota = dev.mrs.take(LIMITS.max_mr)?;
+        let index = dev.mr_table.insert(1, STAG_INDEX_MAX, region)?;
+        quota.keep();
+        let stag = (index << 8) | u32::from(key);
+        Ok((MrKeys { lkey: stag, rkey: stag, iova, length }, Self { index }))
+    }
+
+    pub(crate) fn new_user(
+        dev: &Device<RiwDevice>,
+        pd: &Pd<RiwDevice>,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: u32,
+        udata: &mut UData<'_>,
+    ) -> Result<(MrKeys, Self)> {
+        if length == 0 || length > LIMITS.max_mr_size || iova.checked_add(length).is_none() {
+            return Err(EINVAL);
+        }
+        let req: uapi::siw_ureq_reg_mr = udata.request()?;
+        let mem = UserMemory::pin(dev, start, length, access)?;
+        let (keys, mr) = Self::register(dev, pd, access, req.stag_key, iova, length, Backing::User(mem))?;
+        udata.respond(&uapi::siw_uresp_reg_mr { stag: keys.lkey, pad: 0 })?;
+        Ok((keys, mr))
+    }
+
+    pub(crate) fn new_dma(dev: &Device<RiwDevice>, pd: &Pd<RiwDevice>, access: u32) -> Result<(MrKeys, Self)> {
+        Self::register(dev, pd, access, 0, 0, u64::MAX, Backing::Dma)
+    }
+
+    pub(crate) fn new_fast_reg(
+        dev: &Device<RiwDevice>,
+        pd: &Pd<RiwDevice>,
+        max_num_sg: u32,
+    ) -> Result<(MrKeys, Self)> {
+        if max_num_sg == 0 || max_num_sg > LIMITS.max_fast_reg_page_list_len {
+            return Err(EINVAL);
+        }
+        // Rights and extent come with each registration work request.
+        Self::register(dev, pd, MR_ACCESS, 0, 0, 0, Backing::FastReg { _max_pages: max_num_sg })
+    }
+
+    /// The region an STag names, if it is registered (its key still to check).
+    #[allow(dead_code)] // The data path (tagged placement, invalidation) calls it.
+    pub(crate) fn lookup(dev: &Device<RiwDevice>, stag: u32) -> Option<Arc<MemRegion>> {
+        dev.mr_table.get(stag >> 8)
+    }
+
+    pub(crate) fn destroy(mr: &Mr<RiwDevice>, dev: &Device<RiwDevice>) {
+        // The data path may still hold the region for an access in flight; it goes when
+        // that finishes.
+        if let Some(region) = dev.mr_table.remove(mr.index) {
+            region.invalidate();
+        }
+        dev.mrs.put();
+    }
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: pinned user memory (`struct ib_umem`), DMA and fast-registration
+//! regions, and the C trampolines of their ops. Unlike the other verbs objects, the driver
+//! allocates `struct ib_mr` itself.
+
+use super::device::{Device, DeviceOps};
+use super::object::Object;
+use super::ucontext::UData;
+use super::verbs::Pd;
+use crate::kernel_ext::bindings;
+use core::ffi::c_int;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// A memory region of driver `T`.
+pub type Mr<T> = Object<bindings::ib_mr, <T as DeviceOps>::Mr>;
+
+/// The keys and extent of a new memory region.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MrKeys {
+    pub lkey: u32,
+    pub rkey: u32,
+    pub iova: u64,
+    pub length: u64,
+}
+
+/// `IB_ACCESS_*` bits, as consumers pass them.
+pub mod access {
+    use crate::kernel_ext::bindings;
+    pub const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    pub const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    pub const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+    pub const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    /// Hints a device may ignore (`IB_ACCESS_OPTIONAL`).
+    pub const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+}
+
+/// User memory pinned for a memory region (`struct ib_umem`).
+///
+/// # Invariants
+///
+/// `umem` is a live umem from `ib_umem_get`, released on drop.
+pub struct UserMemory {
+    umem: NonNull<bindings::ib_umem>,
+}
+
+// SAFETY: A umem is plain pinned pages, usable from any thread.
+unsafe impl Send for UserMemory {}
+// SAFETY: As above; it is not modified after creation.
+unsafe impl Sync for UserMemory {}
+
+impl UserMemory {
+    /// Pins `len` bytes of the calling process at `addr` for `dev`, with `access`.
+    pub fn pin<T: DeviceOps>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
+        let (addr, len) = (usize::try_from(addr)?, usize::try_from(len)?);
+        let mut err: c_int = 0;
+        // SAFETY: A live device; the core validates the user range and access.
+        let umem = unsafe { bindings::riw_umem_get(dev.as_raw(), addr as _, len, access as c_int, &mut err) };
+        NonNull::new(umem).map(|umem| Self { umem }).ok_or_else(|| Error::from_errno(err))
+    }
+}
+
+impl Drop for UserMemory {
+    fn drop(&mut self) {
+        // SAFETY: From `ib_umem_get`, released once.
+        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+    }
+}
+
+/// Publishes a new MR to the core: its keys, then the raw pointer (or the errno).
+fn finish<T: DeviceOps>(made: Result<(MrKeys, impl PinInit<T::Mr, Error>)>) -> *mut bindings::ib_mr {
+    let result = made.and_then(|(keys, init)| {
+        let mr = Mr::<T>::new_boxed(init)?;
+        // SAFETY: Fresh and ours until returned.
+        unsafe {
+            (*mr).lkey = keys.lkey;
+            (*mr).rkey = keys.rkey;
+            (*mr).iova = keys.iova;
+            (*mr).length = keys.length;
+        }
+        Ok(mr)
+    });
+    match result {
+        Ok(mr) => mr,
+        // ERR_PTR(): the errno as a pointer, which the core checks with IS_ERR().
+        Err(e) => e.to_errno() as isize as *mut bindings::ib_mr,
+    }
+}
+
+pub(super) unsafe extern "C" fn reg_user_mr_callback<T: DeviceOps>(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    length: u64,
+    iova: u64,
+    access: c_int,
+    udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    // SAFETY: A live PD of a device of `T`; a user command with udata.
+    let (dev, pd, mut udata) =
+        unsafe { (Pd::<T>::device::<T>(pd), Pd::<T>::from_raw(pd), UData::from_raw(udata)) };
+    finish::<T>(T::reg_user_mr(dev, pd, start, length, iova, access as u32, &mut udata))
+}
+
+pub(super) unsafe extern "C" fn get_dma_mr_callback<T: DeviceOps>(
+    pd: *mut bindings::ib_pd,
+    access: c_int,
+) -> *mut bindings::ib_mr {
+    // SAFETY: A live PD of a device of `T`.
+    let (dev, pd) = unsafe { (Pd::<T>::device::<T>(pd), Pd::<T>::from_raw(pd)) };
+    finish::<T>(T::get_dma_mr(dev, pd, access as u32))
+}
+
+pub(super) unsafe extern "C" fn alloc_mr_callback<T: DeviceOps>(
+    pd: *mut bindings::ib_pd,
+    mr_type: bindings::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut bindings::ib_mr {
+    // SAFETY: A live PD of a device of `T`.
+    let (dev, pd) = unsafe { (Pd::<T>::device::<T>(pd), Pd::<T>::from_raw(pd)) };
+    if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        return EINVAL.to_errno() as isize as *mut bindings::ib_mr;
+    }
+    finish::<T>(T::alloc_mr(dev, pd, max_num_sg))
+}
+
+pub(super) unsafe extern "C" fn dereg_mr_callback<T: DeviceOps>(
+    mr: *mut bindings::ib_mr,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: An MR made by `finish`, whose device (set by the core) is a device of `T`;
+    // the core is done with it.
+    unsafe {
+        T::dereg_mr(Mr::<T>::device::<T>(mr), Mr::<T>::from_raw(mr));
+        Mr::<T>::free_boxed(mr);
+    }
+    0
+}
