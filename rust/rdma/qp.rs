@@ -160,6 +160,15 @@ impl<D> Object<bindings::ib_qp, D> {
         // until the QP is destroyed; it is a CQ of the QP's device, of driver `T`.
         unsafe { Cq::<T>::from_raw((*self.as_raw()).send_cq) }
     }
+
+    /// The completion queue of the receive queue (or of the SRQ's receives).
+    pub fn recv_cq<T: DeviceOps>(&self) -> &Cq<T>
+    where
+        Self: IsQpOf<T>,
+    {
+        // SAFETY: As for `send_cq`.
+        unsafe { Cq::<T>::from_raw((*self.as_raw()).recv_cq) }
+    }
 }
 
 /// `Qp<T>` is the QP type of driver `T` (ties a QP's CQs to the same driver).

@@ -46,6 +46,24 @@ impl<D> Object<bindings::ib_cq, D> {
             }
         }
     }
+
+    /// Reports an overrun to the consumer (`IB_EVENT_CQ_ERR`): completions were lost.
+    pub fn report_overrun(&self) {
+        let cq = self.as_raw();
+        // SAFETY: A live CQ; the core set the handler (possibly none), its context and the
+        // device at creation. The handler copies what it keeps of the event.
+        unsafe {
+            if let Some(handler) = (*cq).event_handler {
+                let mut event = bindings::ib_event {
+                    device: (*cq).device,
+                    event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+                    ..Default::default()
+                };
+                event.element.cq = cq;
+                handler(&mut event, (*cq).cq_context);
+            }
+        }
+    }
 }
 
 pub(super) unsafe extern "C" fn alloc_pd_callback<T: DeviceOps>(

@@ -255,7 +255,7 @@ impl DeviceOps for RiwDevice {
     }
 
     fn modify_qp(_dev: &Device<Self>, qp: &Qp<Self>, modify: &QpModify) -> Result {
-        qp.modify(modify)
+        RiwQp::modify(qp, modify)
     }
 
     fn query_qp(_dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr {

@@ -8,6 +8,7 @@ use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext::rdma::{
     Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, QueueMemory, UData,
 };
+use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::uapi;
 use core::mem::{offset_of, size_of};
@@ -17,6 +18,7 @@ use kernel::sync::{new_mutex, Mutex};
 const SQE_SIZE: usize = size_of::<uapi::siw_sqe>();
 const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
 const SQE_FLAGS: usize = offset_of!(uapi::siw_sqe, flags);
+const RQE_FLAGS: usize = offset_of!(uapi::siw_rqe, flags);
 const VALID: u16 = uapi::siw_wqe_flags_SIW_WQE_VALID as u16;
 /// Inline data rides in the SGE slots after the first.
 pub(crate) const MAX_INLINE: u32 = (size_of::<uapi::siw_sge>() * (uapi::SIW_MAX_SGE as usize - 1)) as u32;
@@ -36,6 +38,8 @@ struct QpMutable {
     max_dest_rd_atomic: u32,
     /// Index of the next send queue entry to take.
     sq_next: u32,
+    /// Index of the next receive queue entry to take.
+    rq_next: u32,
 }
 
 /// A riw queue pair.
@@ -45,6 +49,7 @@ pub(crate) struct RiwQp {
     num_sqe: u32,
     /// `None` with a shared receive queue.
     rq: Option<QueueMemory>,
+    num_rqe: u32,
     caps: QpCaps,
     sig_all: bool,
     #[pin]
@@ -110,6 +115,7 @@ impl RiwQp {
             sq,
             num_sqe,
             rq,
+            num_rqe,
             caps,
             sig_all,
             mutable <- new_mutex!(
@@ -119,6 +125,7 @@ impl RiwQp {
                     max_rd_atomic: 0,
                     max_dest_rd_atomic: 0,
                     sq_next: 0,
+                    rq_next: 0,
                 },
                 "riw_qp"
             ),
@@ -152,8 +159,9 @@ impl RiwQp {
     }
 
     /// Applies a `modify_qp` request: the iWARP transitions and attributes, all or nothing.
-    pub(crate) fn modify(&self, m: &QpModify) -> Result {
-        let mut q = self.mutable.lock();
+    pub(crate) fn modify(qp: &Qp<RiwDevice>, m: &QpModify) -> Result {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
         let next = m.state.unwrap_or(q.state);
         if m.foreign_mask != 0 || m.cur_state.is_some_and(|s| s != q.state) {
             return Err(EINVAL);
@@ -183,8 +191,13 @@ impl RiwQp {
         if next == QpState::Reset {
             // A QP back in RESET starts over: the consumer re-creates its rings' contents.
             q.sq_next = 0;
+            q.rq_next = 0;
         }
+        let entering_error = next == QpState::Error && q.state != QpState::Error;
         q.state = next;
+        if entering_error {
+            Self::flush(qp, &mut q);
+        }
         Ok(())
     }
 
@@ -208,30 +221,81 @@ impl RiwQp {
         if q.state != QpState::Error {
             return Err(ENOTCONN());
         }
-        // At most one pass over the ring: userspace may keep refilling it.
-        for _ in 0..this.num_sqe {
-            let offset = (q.sq_next & (this.num_sqe - 1)) as usize * SQE_SIZE;
-            if this.sq.load_u16_acquire(offset + SQE_FLAGS).ok_or(EINVAL)? & VALID == 0 {
+        Self::flush(qp, &mut q);
+        Ok(())
+    }
+
+    /// Completes every posted work request of both queues with "flushed" (or an error for
+    /// a malformed one), as a QP in ERROR does.
+    fn flush(qp: &Qp<RiwDevice>, q: &mut QpMutable) {
+        let this: &Self = qp;
+        let qp_num = qp.qp_num();
+        let send = RingCursor { ring: &this.sq, entries: this.num_sqe, entry_size: SQE_SIZE, flags: SQE_FLAGS };
+        send.flush(&mut q.sq_next, qp.send_cq::<RiwDevice>(), |sqe: uapi::siw_sqe| flushed_send(&sqe, qp_num));
+        if let Some(rq) = &this.rq {
+            let recv = RingCursor { ring: rq, entries: this.num_rqe, entry_size: RQE_SIZE, flags: RQE_FLAGS };
+            recv.flush(&mut q.rq_next, qp.recv_cq::<RiwDevice>(), |rqe: uapi::siw_rqe| flushed_recv(&rqe, qp_num));
+        }
+    }
+}
+
+/// A work queue ring and where its entries' flags are.
+struct RingCursor<'a> {
+    ring: &'a QueueMemory,
+    /// A power of two.
+    entries: u32,
+    entry_size: usize,
+    flags: usize,
+}
+
+impl RingCursor<'_> {
+    /// Takes the valid entries from `next` on, at most one pass over the ring (userspace
+    /// may keep refilling it), copying each out once before handing its slot back, and
+    /// completes them into `cq`. A full CQ is reported to its consumer and ends the flush.
+    fn flush<E: kernel::types::FromBytes>(
+        &self,
+        next: &mut u32,
+        cq: &kernel_ext::rdma::Cq<RiwDevice>,
+        complete: impl Fn(E) -> Completion,
+    ) {
+        for _ in 0..self.entries {
+            let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
+            if self.ring.load_u16_acquire(offset + self.flags).unwrap_or(0) & VALID == 0 {
                 break;
             }
-            let sqe: uapi::siw_sqe = this.sq.read(offset).ok_or(EINVAL)?;
-            let c = flush_completion(&sqe, qp.qp_num());
+            let Some(entry) = self.ring.read::<E>(offset) else { break };
             // Hand the slot back before the completion announces it.
-            this.sq.store_u16_release(offset + SQE_FLAGS, 0)?;
-            q.sq_next = q.sq_next.wrapping_add(1);
-            if RiwCq::push(qp.send_cq::<RiwDevice>(), &c).is_err() {
-                // CQ overrun: the consumer loses completions; the QP is in ERROR already.
+            let _ = self.ring.store_u16_release(offset + self.flags, 0);
+            *next = next.wrapping_add(1);
+            if RiwCq::push(cq, &complete(entry)).is_err() {
+                cq.report_overrun();
                 break;
             }
         }
-        Ok(())
+    }
+}
+
+/// The completion of a receive flushed from a QP in ERROR.
+fn flushed_recv(rqe: &uapi::siw_rqe, qp_num: u32) -> Completion {
+    let well_formed = u32::from(rqe.num_sge) <= uapi::SIW_MAX_SGE;
+    Completion {
+        wr_id: rqe.id,
+        opcode: uapi::siw_opcode_SIW_OP_RECEIVE,
+        status: if well_formed {
+            uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR
+        } else {
+            uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR
+        },
+        bytes: 0,
+        qp_num,
+        solicited: false,
     }
 }
 
 /// The completion of a send work request flushed from a QP in ERROR: a well-formed
 /// request completes with "flushed", anything else with "local QP operation error". The
 /// opcode echoed is always one the user library can map.
-fn flush_completion(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
+fn flushed_send(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
     let user_opcode = matches!(
         u32::from(sqe.opcode),
         uapi::siw_opcode_SIW_OP_WRITE
