@@ -98,7 +98,13 @@ impl NetDevice {
             // SAFETY: The device is alive and, being Ethernet, `dev_addr` points at
             // `ETH_ALEN` bytes, which change only under RTNL (a racing change may be seen
             // torn, as in the C drivers; the netdev notifier reports it afterwards).
-            unsafe { core::ptr::copy_nonoverlapping((*self.as_raw()).dev_addr, mac.as_mut_ptr(), ETH_ALEN) };
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    (*self.as_raw()).dev_addr,
+                    mac.as_mut_ptr(),
+                    ETH_ALEN,
+                )
+            };
         }
         mac
     }

@@ -5,8 +5,8 @@
 use super::driver;
 use super::mmap;
 use super::mr::{self, Mr, MrKeys};
-use super::ucontext::{self, UContext, UData};
 use super::qp::{self, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify};
+use super::ucontext::{self, UContext, UData};
 use super::verbs::{self, Cq, CqAttr, CqNotify, Pd};
 use crate::kernel_ext::bindings;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent};
@@ -21,10 +21,12 @@ use kernel::types::{ARef, Opaque};
 pub const DRIVER_ID_SIW: u32 = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
 
 /// `IB_DEVICE_MEM_MGT_EXTENSIONS`: fast registration and local invalidation.
-pub const DEVICE_MEM_MGT_EXTENSIONS: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+pub const DEVICE_MEM_MGT_EXTENSIONS: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
 
 /// `IBK_ALLOW_USER_UNREG`: `rdma link delete` may remove the device.
-pub const KERNEL_CAP_ALLOW_USER_UNREG: u64 = bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+pub const KERNEL_CAP_ALLOW_USER_UNREG: u64 =
+    bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
 
 /// A GID: for iWARP, the port's MAC address followed by zeroes.
 pub type Gid = [u8; 16];
@@ -235,10 +237,18 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
     ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// A kernel consumer's region covering all memory.
-    fn get_dma_mr(dev: &Device<Self>, pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+    fn get_dma_mr(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        access: u32,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// A kernel consumer's fast-registration region of up to `max_num_sg` pages.
-    fn alloc_mr(dev: &Device<Self>, pd: &Pd<Self>, max_num_sg: u32) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
+    fn alloc_mr(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        max_num_sg: u32,
+    ) -> Result<(MrKeys, impl PinInit<Self::Mr, Error>)>;
 
     /// Releases a memory region.
     fn dereg_mr(dev: &Device<Self>, mr: &Mr<Self>);
@@ -347,7 +357,8 @@ impl<T: DeviceOps> Device<T> {
             (*ib).node_guid = u64::from_ne_bytes(params.node_guid);
             (*ib).phys_port_cnt = 1;
             (*ib).num_comp_vectors = params.num_comp_vectors.try_into().unwrap_or(1);
-            (*ib).uverbs_cmd_mask |= 1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+            (*ib).uverbs_cmd_mask |=
+                1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
             // Soft iWARP uses the host's TCP port space: no port mapper.
             (*ib).iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP as _;
             copy_c_string(&mut (*ib).node_desc, params.node_desc.as_bytes());
@@ -378,7 +389,8 @@ impl<T: DeviceOps> Device<T> {
         // No DMA device: the core uses virtual DMA for software devices.
         let ret = unsafe {
             // ib_mark_name_assigned_by_user(): the name came from `rdma link add`.
-            (*ib).name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER as _;
+            (*ib).name_assign_type =
+                bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER as _;
             bindings::ib_register_device(ib, name, core::ptr::null_mut())
         };
         if ret != 0 {

@@ -97,7 +97,12 @@ impl<T: DeviceOps> Driver<T> {
         // Only one driver per module: the callbacks could not tell two apart. (The drop of
         // a driver that is not the registered one undoes nothing.)
         DRIVER
-            .compare_exchange(core::ptr::null_mut(), ptr, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                core::ptr::null_mut(),
+                ptr,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .map_err(|_| EBUSY)?;
         // SAFETY: The notifier block is pinned in `driver` and unregistered in its drop.
         let ret = unsafe { bindings::register_netdevice_notifier(driver.netdev_notifier.get()) };
@@ -123,7 +128,10 @@ impl<T: DeviceOps> Driver<T> {
         unsafe { &*DRIVER.load(Ordering::Acquire).cast::<Self>() }
     }
 
-    unsafe extern "C" fn newlink_callback(name: *const c_char, ndev: *mut bindings::net_device) -> c_int {
+    unsafe extern "C" fn newlink_callback(
+        name: *const c_char,
+        ndev: *mut bindings::net_device,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: A link-ops callback, see `get`.
             let driver = unsafe { Self::get() };

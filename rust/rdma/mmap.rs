@@ -6,13 +6,13 @@
 //! bounds-checked, entries are copied out with a single read, and the words both sides
 //! hand over use atomic operations.
 
+use super::ucontext::UData;
 use crate::kernel_ext::bindings;
 use core::ffi::c_int;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::types::{AsBytes, FromBytes};
-use super::ucontext::UData;
 
 /// Zeroed memory holding a queue's ring.
 ///
@@ -37,20 +37,30 @@ impl QueueMemory {
     pub fn new_kernel(len: usize) -> Result<Self> {
         // SAFETY: Any size; NULL on failure.
         let addr = NonNull::new(unsafe { bindings::riw_vzalloc(len as _) }.cast()).ok_or(ENOMEM)?;
-        Ok(Self { addr, len, entry: None })
+        Ok(Self {
+            addr,
+            len,
+            entry: None,
+        })
     }
 
     /// Allocates `len` zeroed bytes userspace can map through `udata`'s context at the
     /// returned key (an mmap offset), which is at least `min_key`.
     pub fn new_user(udata: &UData<'_>, len: usize, min_key: u64) -> Result<(Self, u64)> {
         let uctx = udata.ucontext();
-        let min_pgoff = u32::try_from(min_key.div_ceil(kernel::page::PAGE_SIZE as u64)).map_err(|_| EINVAL)?;
-        let map_len = len.checked_next_multiple_of(kernel::page::PAGE_SIZE).ok_or(EINVAL)?;
+        let min_pgoff =
+            u32::try_from(min_key.div_ceil(kernel::page::PAGE_SIZE as u64)).map_err(|_| EINVAL)?;
+        let map_len = len
+            .checked_next_multiple_of(kernel::page::PAGE_SIZE)
+            .ok_or(EINVAL)?;
         // SAFETY: Any size; the memory is zeroed and marked for mapping to userspace.
         let addr = NonNull::new(unsafe { bindings::riw_vmalloc_user(map_len as _) }.cast::<u8>())
             .ok_or(ENOMEM)?;
         let entry = match KBox::new(
-            bindings::riw_mmap_entry { addr: addr.as_ptr().cast(), ..Default::default() },
+            bindings::riw_mmap_entry {
+                addr: addr.as_ptr().cast(),
+                ..Default::default()
+            },
             GFP_KERNEL,
         ) {
             Ok(e) => KBox::into_raw(e),
@@ -107,7 +117,9 @@ impl QueueMemory {
 
     /// Writes `value` at `offset`.
     pub fn write<E: AsBytes>(&self, offset: usize, value: &E) -> Result {
-        let p = self.at(offset, core::mem::size_of::<E>(), 1).ok_or(EINVAL)?;
+        let p = self
+            .at(offset, core::mem::size_of::<E>(), 1)
+            .ok_or(EINVAL)?;
         // SAFETY: `p` is valid for writes of `E`, which has no padding (`AsBytes`).
         unsafe { p.cast::<E>().write_volatile(core::ptr::read(value)) };
         Ok(())
@@ -126,7 +138,9 @@ impl QueueMemory {
 
     /// Stores the byte at `offset` with release ordering (a completion's flags, last).
     pub fn store_u8_release(&self, offset: usize, value: u8) -> Result {
-        self.atomic_u8(offset).ok_or(EINVAL)?.store(value, Ordering::Release);
+        self.atomic_u8(offset)
+            .ok_or(EINVAL)?
+            .store(value, Ordering::Release);
         Ok(())
     }
 
@@ -150,7 +164,9 @@ impl QueueMemory {
 
     /// Stores the 16-bit word at `offset` with release ordering.
     pub fn store_u16_release(&self, offset: usize, value: u16) -> Result {
-        self.atomic_u16(offset).ok_or(EINVAL)?.store(value, Ordering::Release);
+        self.atomic_u16(offset)
+            .ok_or(EINVAL)?
+            .store(value, Ordering::Release);
         Ok(())
     }
 
@@ -172,7 +188,9 @@ impl Drop for QueueMemory {
             // once the last mapping is gone.
             // SAFETY: Inserted in `new_user`; removed once, here.
             Some(entry) => unsafe {
-                bindings::rdma_user_mmap_entry_remove(core::ptr::addr_of_mut!((*entry.as_ptr()).base))
+                bindings::rdma_user_mmap_entry_remove(core::ptr::addr_of_mut!(
+                    (*entry.as_ptr()).base
+                ))
             },
             // SAFETY: Kernel-only memory from `new_kernel`.
             None => unsafe { bindings::vfree(self.addr.as_ptr().cast()) },

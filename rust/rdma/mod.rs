@@ -28,6 +28,6 @@ pub use device::{
 pub use driver::Driver;
 pub use mmap::QueueMemory;
 pub use mr::{access, Mr, MrKeys, UserMemory};
-pub use ucontext::UData;
 pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, Srq, SrqAttr, SrqModify};
+pub use ucontext::UData;
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};

@@ -56,8 +56,12 @@ impl UserMemory {
         let (addr, len) = (usize::try_from(addr)?, usize::try_from(len)?);
         let mut err: c_int = 0;
         // SAFETY: A live device; the core validates the user range and access.
-        let umem = unsafe { bindings::riw_umem_get(dev.as_raw(), addr as _, len, access as c_int, &mut err) };
-        NonNull::new(umem).map(|umem| Self { umem }).ok_or_else(|| Error::from_errno(err))
+        let umem = unsafe {
+            bindings::riw_umem_get(dev.as_raw(), addr as _, len, access as c_int, &mut err)
+        };
+        NonNull::new(umem)
+            .map(|umem| Self { umem })
+            .ok_or_else(|| Error::from_errno(err))
     }
 }
 
@@ -69,7 +73,9 @@ impl Drop for UserMemory {
 }
 
 /// Publishes a new MR to the core: its keys, then the raw pointer (or the errno).
-fn finish<T: DeviceOps>(made: Result<(MrKeys, impl PinInit<T::Mr, Error>)>) -> *mut bindings::ib_mr {
+fn finish<T: DeviceOps>(
+    made: Result<(MrKeys, impl PinInit<T::Mr, Error>)>,
+) -> *mut bindings::ib_mr {
     let result = made.and_then(|(keys, init)| {
         let mr = Mr::<T>::new_boxed(init)?;
         // SAFETY: Fresh and ours until returned.
@@ -97,9 +103,22 @@ pub(super) unsafe extern "C" fn reg_user_mr_callback<T: DeviceOps>(
     udata: *mut bindings::ib_udata,
 ) -> *mut bindings::ib_mr {
     // SAFETY: A live PD of a device of `T`; a user command with udata.
-    let (dev, pd, mut udata) =
-        unsafe { (Pd::<T>::device::<T>(pd), Pd::<T>::from_raw(pd), UData::from_raw(udata)) };
-    finish::<T>(T::reg_user_mr(dev, pd, start, length, iova, access as u32, &mut udata))
+    let (dev, pd, mut udata) = unsafe {
+        (
+            Pd::<T>::device::<T>(pd),
+            Pd::<T>::from_raw(pd),
+            UData::from_raw(udata),
+        )
+    };
+    finish::<T>(T::reg_user_mr(
+        dev,
+        pd,
+        start,
+        length,
+        iova,
+        access as u32,
+        &mut udata,
+    ))
 }
 
 pub(super) unsafe extern "C" fn get_dma_mr_callback<T: DeviceOps>(

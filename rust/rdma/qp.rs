@@ -5,8 +5,8 @@
 
 use super::device::DeviceOps;
 use super::object::Object;
-use super::verbs::Cq;
 use super::ucontext::UData;
+use super::verbs::Cq;
 use crate::kernel_ext::bindings;
 use core::ffi::c_int;
 use kernel::error::from_result;
@@ -183,8 +183,13 @@ pub(super) unsafe extern "C" fn create_qp_callback<T: DeviceOps>(
     from_result(|| {
         // SAFETY: The core hands a zeroed QP of our size on a device of `T` (with `pd`,
         // CQs and SRQ already set) and the consumer's attributes, which it reads back.
-        let (dev, attr, mut udata) =
-            unsafe { (Qp::<T>::device::<T>(qp), &mut *attr, UData::from_nullable(udata)) };
+        let (dev, attr, mut udata) = unsafe {
+            (
+                Qp::<T>::device::<T>(qp),
+                &mut *attr,
+                UData::from_nullable(udata),
+            )
+        };
         let init = QpInit {
             is_rc: attr.qp_type == bindings::ib_qp_type_IB_QPT_RC,
             caps: caps_from_raw(&attr.cap),
@@ -224,7 +229,12 @@ pub(super) unsafe extern "C" fn modify_qp_callback<T: DeviceOps>(
     from_result(|| {
         // SAFETY: A live QP of a device of `T`; `attr` holds the fields in `mask`.
         let (dev, qp, attr, mut udata) = unsafe {
-            (Qp::<T>::device::<T>(qp), Qp::<T>::from_raw(qp), &*attr, UData::from_nullable(udata))
+            (
+                Qp::<T>::device::<T>(qp),
+                Qp::<T>::from_raw(qp),
+                &*attr,
+                UData::from_nullable(udata),
+            )
         };
         if let Some(udata) = udata.as_mut() {
             // No driver-specific input is defined for modify_qp.
@@ -329,7 +339,6 @@ pub(super) unsafe extern "C" fn post_recv_callback<T: DeviceOps>(
 
 const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
 
-
 pub(super) unsafe extern "C" fn create_srq_callback<T: DeviceOps>(
     srq: *mut bindings::ib_srq,
     attr: *mut bindings::ib_srq_init_attr,
@@ -338,8 +347,13 @@ pub(super) unsafe extern "C" fn create_srq_callback<T: DeviceOps>(
     from_result(|| {
         // SAFETY: The core hands a zeroed SRQ of our size on a device of `T` and the
         // consumer's attributes, which it reads back.
-        let (dev, attr, mut udata) =
-            unsafe { (Srq::<T>::device::<T>(srq), &mut *attr, UData::from_nullable(udata)) };
+        let (dev, attr, mut udata) = unsafe {
+            (
+                Srq::<T>::device::<T>(srq),
+                &mut *attr,
+                UData::from_nullable(udata),
+            )
+        };
         if attr.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
             return Err(EINVAL);
         }
@@ -377,9 +391,13 @@ pub(super) unsafe extern "C" fn modify_srq_callback<T: DeviceOps>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: A live SRQ of a device of `T`; `attr` holds the fields in `mask`.
-        let (dev, s, attr) = unsafe { (Srq::<T>::device::<T>(srq), Srq::<T>::from_raw(srq), &*attr) };
+        let (dev, s, attr) =
+            unsafe { (Srq::<T>::device::<T>(srq), Srq::<T>::from_raw(srq), &*attr) };
         let has = |bit: u32| mask & bit != 0;
-        if mask & !(bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT) != 0 {
+        if mask
+            & !(bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT)
+            != 0
+        {
             return Err(EINVAL);
         }
         let modify = SrqModify {

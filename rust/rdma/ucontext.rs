@@ -30,7 +30,9 @@ pub(super) unsafe extern "C" fn alloc_ucontext_callback<T: DeviceOps>(
     })
 }
 
-pub(super) unsafe extern "C" fn dealloc_ucontext_callback<T: DeviceOps>(uctx: *mut bindings::ib_ucontext) {
+pub(super) unsafe extern "C" fn dealloc_ucontext_callback<T: DeviceOps>(
+    uctx: *mut bindings::ib_ucontext,
+) {
     // SAFETY: Allocated by `alloc_ucontext_callback`; the core calls this once, after every
     // object of the context is gone.
     unsafe { UContext::<T>::drop_data(uctx) };
@@ -52,7 +54,10 @@ impl UData<'_> {
     ///
     /// `raw` is a valid `ib_udata` for the returned lifetime.
     pub(crate) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
-        Self { raw, _lifetime: core::marker::PhantomData }
+        Self {
+            raw,
+            _lifetime: core::marker::PhantomData,
+        }
     }
 
     /// A `UData` for `raw` if it is not NULL (NULL: a kernel consumer's command).
@@ -90,7 +95,8 @@ impl UData<'_> {
         let len = self.in_len().min(core::mem::size_of::<R>());
         // SAFETY: `req` is `len` writable bytes and any bytes make an `R` (`FromBytes`);
         // the core validated the user input buffer for `in_len` bytes.
-        if unsafe { bindings::riw_copy_from_udata((&mut req as *mut R).cast(), self.raw, len) } != 0 {
+        if unsafe { bindings::riw_copy_from_udata((&mut req as *mut R).cast(), self.raw, len) } != 0
+        {
             return Err(EFAULT);
         }
         // SAFETY: Valid by the invariant.

@@ -109,7 +109,11 @@ pub(super) unsafe extern "C" fn create_cq_callback<T: DeviceOps>(
             };
             (Cq::<T>::device::<T>(cq), &*attr, udata)
         };
-        let attr = CqAttr { cqe: attr.cqe, comp_vector: attr.comp_vector, flags: attr.flags };
+        let attr = CqAttr {
+            cqe: attr.cqe,
+            comp_vector: attr.comp_vector,
+            flags: attr.flags,
+        };
         let (cqe, init) = T::create_cq(dev, &attr, udata.as_mut())?;
         // SAFETY: A fresh CQ of `size_ib_cq` bytes; `cqe` is what the core reports back.
         unsafe {
@@ -145,6 +149,7 @@ pub(super) unsafe extern "C" fn req_notify_cq_callback<T: DeviceOps>(
     };
     let report_missed = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
     // SAFETY: A live CQ of a device of `T`.
-    let missed = unsafe { T::req_notify_cq(Cq::<T>::device::<T>(cq), Cq::<T>::from_raw(cq), notify) };
+    let missed =
+        unsafe { T::req_notify_cq(Cq::<T>::device::<T>(cq), Cq::<T>::from_raw(cq), notify) };
     c_int::from(report_missed && missed)
 }

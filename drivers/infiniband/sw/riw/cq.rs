@@ -53,14 +53,22 @@ impl RiwCq {
             return Err(EINVAL);
         }
         // The ring index wraps by masking: a power of two, as the user ABI expects.
-        let num_cqe = attr.cqe.checked_next_power_of_two().ok_or(EINVAL)?.min(LIMITS.max_cqe);
+        let num_cqe = attr
+            .cqe
+            .checked_next_power_of_two()
+            .ok_or(EINVAL)?
+            .min(LIMITS.max_cqe);
         let len = num_cqe as usize * CQE_SIZE + size_of::<uapi::siw_cq_ctrl>();
         let quota = dev.cqs.take(LIMITS.max_cq)?;
         let ring = match udata {
             Some(udata) => {
                 let (ring, key) = QueueMemory::new_user(udata, len, MMAP_KEY_MIN)?;
                 let cq_id = dev.next_cq_id();
-                udata.respond(&uapi::siw_uresp_create_cq { cq_id, num_cqe, cq_key: key })?;
+                udata.respond(&uapi::siw_uresp_create_cq {
+                    cq_id,
+                    num_cqe,
+                    cq_key: key,
+                })?;
                 ring
             }
             None => QueueMemory::new_kernel(len)?,
@@ -75,12 +83,15 @@ impl RiwCq {
         let flags = match notify {
             CqNotify::Solicited => uapi::siw_notify_flags_SIW_NOTIFY_SOLICITED,
             CqNotify::NextCompletion => {
-                uapi::siw_notify_flags_SIW_NOTIFY_SOLICITED | uapi::siw_notify_flags_SIW_NOTIFY_NEXT_COMPLETION
+                uapi::siw_notify_flags_SIW_NOTIFY_SOLICITED
+                    | uapi::siw_notify_flags_SIW_NOTIFY_NEXT_COMPLETION
             }
         };
         let _ = self.ring.swap_u32(self.ctrl_offset(), flags);
         let next = *self.producer.lock();
-        self.ring.load_u8_acquire(self.slot(next)).map_or(false, |f| f & VALID != 0)
+        self.ring
+            .load_u8_acquire(self.slot(next))
+            .map_or(false, |f| f & VALID != 0)
     }
 
     fn slot(&self, index: u32) -> usize {
@@ -94,7 +105,13 @@ impl RiwCq {
         {
             let mut next = this.producer.lock();
             let offset = this.slot(*next);
-            if this.ring.load_u8_acquire(offset + CQE_FLAGS).ok_or(EINVAL)? & VALID != 0 {
+            if this
+                .ring
+                .load_u8_acquire(offset + CQE_FLAGS)
+                .ok_or(EINVAL)?
+                & VALID
+                != 0
+            {
                 return Err(ENOSPC);
             }
             let mut cqe = uapi::siw_cqe {
@@ -112,13 +129,16 @@ impl RiwCq {
         }
         let armed = this.ring.load_u32_acquire(this.ctrl_offset()).unwrap_or(0);
         let wanted = if c.solicited || c.status != uapi::siw_wc_status_SIW_WC_SUCCESS {
-            uapi::siw_notify_flags_SIW_NOTIFY_SOLICITED | uapi::siw_notify_flags_SIW_NOTIFY_NEXT_COMPLETION
+            uapi::siw_notify_flags_SIW_NOTIFY_SOLICITED
+                | uapi::siw_notify_flags_SIW_NOTIFY_NEXT_COMPLETION
         } else {
             uapi::siw_notify_flags_SIW_NOTIFY_NEXT_COMPLETION
         };
         if armed & wanted != 0 {
             // Disarm first: one event per arming.
-            let armed = this.ring.swap_u32(this.ctrl_offset(), uapi::siw_notify_flags_SIW_NOTIFY_NOT);
+            let armed = this
+                .ring
+                .swap_u32(this.ctrl_offset(), uapi::siw_notify_flags_SIW_NOTIFY_NOT);
             if armed.map_or(false, |a| a & wanted != 0) {
                 cq.notify_completion();
             }

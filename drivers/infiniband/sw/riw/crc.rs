@@ -23,11 +23,17 @@ pub(crate) fn self_test() -> Result {
     for (i, b) in ascending.iter_mut().enumerate() {
         *b = i as u8;
     }
-    let vectors: [(&[u8], u32); 3] =
-        [(&[0u8; 32], 0x8a91_36aa), (&[0xffu8; 32], 0x62a8_ab43), (&ascending, 0x46dd_794e)];
+    let vectors: [(&[u8], u32); 3] = [
+        (&[0u8; 32], 0x8a91_36aa),
+        (&[0xffu8; 32], 0x62a8_ab43),
+        (&ascending, 0x46dd_794e),
+    ];
     for (data, want) in vectors {
         let split = KernelCrc32c::update(KernelCrc32c::update(!0, &data[..7]), &data[7..]);
-        if crc32c::<KernelCrc32c>(data) != want || crc32c::<SoftCrc32c>(data) != want || !split != want {
+        if crc32c::<KernelCrc32c>(data) != want
+            || crc32c::<SoftCrc32c>(data) != want
+            || !split != want
+        {
             pr_err!("crc32c disagrees with the protocol core on a test vector\n");
             return Err(EINVAL);
         }

@@ -5,14 +5,14 @@
 
 use crate::cq::RiwCq;
 use crate::kernel_ext::ida::IdAllocator;
-use crate::kernel_ext::xarray::ArcTable;
-use crate::mr::{MemRegion, RiwMr};
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
-    Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mr, MrKeys, Mtu, Pd, PortAttr,
-    PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify, UData,
-    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
+    Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mr, MrKeys, Mtu, Pd,
+    PortAttr, PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify,
+    UData, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
+use crate::kernel_ext::xarray::ArcTable;
+use crate::mr::{MemRegion, RiwMr};
 use crate::pd::RiwPd;
 use crate::qp::RiwQp;
 use crate::srq::RiwSrq;
@@ -96,7 +96,9 @@ impl Counter {
     /// the returned guard drops, unless it is kept.
     pub(crate) fn take(&self, max: u32) -> Result<Quota<'_>> {
         self.0
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then(|| n + 1))
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then(|| n + 1)
+            })
             .map_err(|_| ENOMEM)?;
         Ok(Quota(Some(self)))
     }
@@ -130,7 +132,16 @@ pub(crate) struct RiwUContext;
 
 /// The modified EUI-64 node GUID of an Ethernet MAC address (RFC 4291, appendix A).
 fn node_guid_from_mac(mac: [u8; ETH_ALEN]) -> [u8; 8] {
-    [mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+    [
+        mac[0] ^ 0x02,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
 }
 
 #[vtable]
@@ -172,7 +183,11 @@ impl DeviceOps for RiwDevice {
         match event {
             NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
                 let up = netdev.is_running() && netdev.carrier_ok();
-                dev.dispatch_port_event(if up { PortEvent::Active } else { PortEvent::Error });
+                dev.dispatch_port_event(if up {
+                    PortEvent::Active
+                } else {
+                    PortEvent::Error
+                });
             }
             NetdevEvent::ChangeAddr => dev.dispatch_port_event(PortEvent::GidChange),
             NetdevEvent::Unregister => dev.unregister_queued(),
@@ -192,7 +207,11 @@ impl DeviceOps for RiwDevice {
             None => (false, 0),
         };
         Ok(PortAttr {
-            state: if up { PortState::Active } else { PortState::Down },
+            state: if up {
+                PortState::Active
+            } else {
+                PortState::Down
+            },
             max_mtu: Mtu::Mtu4096,
             active_mtu: Mtu::not_above(mtu),
             phys_mtu: mtu,
@@ -213,7 +232,10 @@ impl DeviceOps for RiwDevice {
     }
 
     fn alloc_ucontext(_dev: &Device<Self>, udata: &mut UData<'_>) -> Result<RiwUContext> {
-        let resp = uapi::siw_uresp_alloc_ctx { dev_id: VENDOR_PART_ID, ..Default::default() };
+        let resp = uapi::siw_uresp_alloc_ctx {
+            dev_id: VENDOR_PART_ID,
+            ..Default::default()
+        };
         udata.respond(&resp)?;
         Ok(RiwUContext)
     }
@@ -298,11 +320,19 @@ impl DeviceOps for RiwDevice {
         RiwMr::new_user(dev, pd, start, length, iova, access, udata)
     }
 
-    fn get_dma_mr(dev: &Device<Self>, pd: &Pd<Self>, access: u32) -> Result<(MrKeys, impl PinInit<RiwMr, Error>)> {
+    fn get_dma_mr(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        access: u32,
+    ) -> Result<(MrKeys, impl PinInit<RiwMr, Error>)> {
         RiwMr::new_dma(dev, pd, access)
     }
 
-    fn alloc_mr(dev: &Device<Self>, pd: &Pd<Self>, max_num_sg: u32) -> Result<(MrKeys, impl PinInit<RiwMr, Error>)> {
+    fn alloc_mr(
+        dev: &Device<Self>,
+        pd: &Pd<Self>,
+        max_num_sg: u32,
+    ) -> Result<(MrKeys, impl PinInit<RiwMr, Error>)> {
         RiwMr::new_fast_reg(dev, pd, max_num_sg)
     }
 

@@ -48,7 +48,12 @@ impl MemRegion {
     pub(crate) fn permits(&self, stag: u32, pd: usize, rights: u32, addr: u64, len: u64) -> bool {
         let covered = match self.backing {
             Backing::Dma => true,
-            _ => addr >= self.iova && addr.checked_add(len).is_some_and(|end| end <= self.iova.saturating_add(self.length)),
+            _ => {
+                addr >= self.iova
+                    && addr
+                        .checked_add(len)
+                        .is_some_and(|end| end <= self.iova.saturating_add(self.length))
+            }
         };
         stag as u8 == self.key
             && self.pd == pd
@@ -86,7 +91,11 @@ impl RiwMr {
     ) -> Result<(MrKeys, Self)> {
         let access = access & !access::OPTIONAL;
         if access & !MR_ACCESS != 0 {
-            return Err(if access & access::REMOTE_ATOMIC != 0 { EINVAL } else { EOPNOTSUPP() });
+            return Err(if access & access::REMOTE_ATOMIC != 0 {
+                EINVAL
+            } else {
+                EOPNOTSUPP()
+            });
         }
         // Remote writes land in memory: the verbs require local write rights with them.
         if access & access::REMOTE_WRITE != 0 && access & access::LOCAL_WRITE == 0 {
@@ -94,14 +103,30 @@ impl RiwMr {
         }
         let valid = !matches!(backing, Backing::FastReg { .. });
         let region = Arc::new(
-            MemRegion { pd: pd_id(pd), key, access, iova, length, backing, valid: AtomicBool::new(valid) },
+            MemRegion {
+                pd: pd_id(pd),
+                key,
+                access,
+                iova,
+                length,
+                backing,
+                valid: AtomicBool::new(valid),
+            },
             GFP_KERNEL,
         )?;
         let quota = dev.mrs.take(LIMITS.max_mr)?;
         let index = dev.mr_table.insert(1, STAG_INDEX_MAX, region)?;
         quota.keep();
         let stag = (index << 8) | u32::from(key);
-        Ok((MrKeys { lkey: stag, rkey: stag, iova, length }, Self { index }))
+        Ok((
+            MrKeys {
+                lkey: stag,
+                rkey: stag,
+                iova,
+                length,
+            },
+            Self { index },
+        ))
     }
 
     pub(crate) fn new_user(
@@ -118,12 +143,27 @@ impl RiwMr {
         }
         let req: uapi::siw_ureq_reg_mr = udata.request()?;
         let mem = UserMemory::pin(dev, start, length, access)?;
-        let (keys, mr) = Self::register(dev, pd, access, req.stag_key, iova, length, Backing::User(mem))?;
-        udata.respond(&uapi::siw_uresp_reg_mr { stag: keys.lkey, pad: 0 })?;
+        let (keys, mr) = Self::register(
+            dev,
+            pd,
+            access,
+            req.stag_key,
+            iova,
+            length,
+            Backing::User(mem),
+        )?;
+        udata.respond(&uapi::siw_uresp_reg_mr {
+            stag: keys.lkey,
+            pad: 0,
+        })?;
         Ok((keys, mr))
     }
 
-    pub(crate) fn new_dma(dev: &Device<RiwDevice>, pd: &Pd<RiwDevice>, access: u32) -> Result<(MrKeys, Self)> {
+    pub(crate) fn new_dma(
+        dev: &Device<RiwDevice>,
+        pd: &Pd<RiwDevice>,
+        access: u32,
+    ) -> Result<(MrKeys, Self)> {
         Self::register(dev, pd, access, 0, 0, u64::MAX, Backing::Dma)
     }
 
@@ -136,7 +176,17 @@ impl RiwMr {
             return Err(EINVAL);
         }
         // Rights and extent come with each registration work request.
-        Self::register(dev, pd, MR_ACCESS, 0, 0, 0, Backing::FastReg { _max_pages: max_num_sg })
+        Self::register(
+            dev,
+            pd,
+            MR_ACCESS,
+            0,
+            0,
+            0,
+            Backing::FastReg {
+                _max_pages: max_num_sg,
+            },
+        )
     }
 
     /// The region an STag names, if it is registered (its key still to check).

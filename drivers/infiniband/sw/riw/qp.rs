@@ -5,11 +5,11 @@
 
 use crate::cq::{Completion, RiwCq};
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::kernel_ext;
+use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::kernel_ext::rdma::{
     Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, QueueMemory, UData,
 };
-use crate::kernel_ext;
-use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
@@ -21,7 +21,8 @@ const SQE_FLAGS: usize = offset_of!(uapi::siw_sqe, flags);
 const RQE_FLAGS: usize = offset_of!(uapi::siw_rqe, flags);
 const VALID: u16 = uapi::siw_wqe_flags_SIW_WQE_VALID as u16;
 /// Inline data rides in the SGE slots after the first.
-pub(crate) const MAX_INLINE: u32 = (size_of::<uapi::siw_sge>() * (uapi::SIW_MAX_SGE as usize - 1)) as u32;
+pub(crate) const MAX_INLINE: u32 =
+    (size_of::<uapi::siw_sge>() * (uapi::SIW_MAX_SGE as usize - 1)) as u32;
 /// QP numbers: 24 bits, 0 reserved.
 const QP_NUM_MAX: u32 = (1 << 24) - 1;
 /// Access rights a QP may grant its peer or itself (`IB_ACCESS_LOCAL_WRITE`,
@@ -82,7 +83,11 @@ impl RiwQp {
             return Err(EINVAL);
         }
         let num_sqe = ring_depth(want.max_send_wr, LIMITS.max_qp_wr)?;
-        let num_rqe = if init.has_srq { 0 } else { ring_depth(want.max_recv_wr, LIMITS.max_qp_wr)? };
+        let num_rqe = if init.has_srq {
+            0
+        } else {
+            ring_depth(want.max_recv_wr, LIMITS.max_qp_wr)?
+        };
         let caps = QpCaps {
             max_send_wr: num_sqe,
             max_recv_wr: num_rqe,
@@ -98,7 +103,9 @@ impl RiwQp {
         let rings = match udata {
             Some(udata) => Self::user_rings(udata, qp_num, num_sqe, num_rqe, sq_len, rq_len),
             None => QueueMemory::new_kernel(sq_len).and_then(|sq| {
-                let rq = (rq_len != 0).then(|| QueueMemory::new_kernel(rq_len)).transpose()?;
+                let rq = (rq_len != 0)
+                    .then(|| QueueMemory::new_kernel(rq_len))
+                    .transpose()?;
                 Ok((sq, rq))
             }),
         };
@@ -149,7 +156,14 @@ impl RiwQp {
                 (Some(rq), key)
             }
         };
-        udata.respond(&uapi::siw_uresp_create_qp { qp_id: qp_num, num_sqe, num_rqe, pad: 0, sq_key, rq_key })?;
+        udata.respond(&uapi::siw_uresp_create_qp {
+            qp_id: qp_num,
+            num_sqe,
+            num_rqe,
+            pad: 0,
+            sq_key,
+            rq_key,
+        })?;
         Ok((sq, rq))
     }
 
@@ -180,8 +194,10 @@ impl RiwQp {
         if m.port.is_some_and(|p| p != 1)
             || m.pkey_index.is_some_and(|i| i != 0)
             || m.access_flags.is_some_and(|f| f & !QP_ACCESS_FLAGS != 0)
-            || m.max_rd_atomic.is_some_and(|o| o > LIMITS.max_qp_init_rd_atom)
-            || m.max_dest_rd_atomic.is_some_and(|i| i > LIMITS.max_qp_rd_atom)
+            || m.max_rd_atomic
+                .is_some_and(|o| o > LIMITS.max_qp_init_rd_atom)
+            || m.max_dest_rd_atomic
+                .is_some_and(|i| i > LIMITS.max_qp_rd_atom)
         {
             return Err(EINVAL);
         }
@@ -230,11 +246,29 @@ impl RiwQp {
     fn flush(qp: &Qp<RiwDevice>, q: &mut QpMutable) {
         let this: &Self = qp;
         let qp_num = qp.qp_num();
-        let send = RingCursor { ring: &this.sq, entries: this.num_sqe, entry_size: SQE_SIZE, flags: SQE_FLAGS };
-        send.flush(&mut q.sq_next, qp.send_cq::<RiwDevice>(), |sqe: uapi::siw_sqe| flushed_send(&sqe, qp_num));
+        let send = RingCursor {
+            ring: &this.sq,
+            entries: this.num_sqe,
+            entry_size: SQE_SIZE,
+            flags: SQE_FLAGS,
+        };
+        send.flush(
+            &mut q.sq_next,
+            qp.send_cq::<RiwDevice>(),
+            |sqe: uapi::siw_sqe| flushed_send(&sqe, qp_num),
+        );
         if let Some(rq) = &this.rq {
-            let recv = RingCursor { ring: rq, entries: this.num_rqe, entry_size: RQE_SIZE, flags: RQE_FLAGS };
-            recv.flush(&mut q.rq_next, qp.recv_cq::<RiwDevice>(), |rqe: uapi::siw_rqe| flushed_recv(&rqe, qp_num));
+            let recv = RingCursor {
+                ring: rq,
+                entries: this.num_rqe,
+                entry_size: RQE_SIZE,
+                flags: RQE_FLAGS,
+            };
+            recv.flush(
+                &mut q.rq_next,
+                qp.recv_cq::<RiwDevice>(),
+                |rqe: uapi::siw_rqe| flushed_recv(&rqe, qp_num),
+            );
         }
     }
 }
@@ -263,7 +297,9 @@ impl RingCursor<'_> {
             if self.ring.load_u16_acquire(offset + self.flags).unwrap_or(0) & VALID == 0 {
                 break;
             }
-            let Some(entry) = self.ring.read::<E>(offset) else { break };
+            let Some(entry) = self.ring.read::<E>(offset) else {
+                break;
+            };
             // Hand the slot back before the completion announces it.
             let _ = self.ring.store_u16_release(offset + self.flags, 0);
             *next = next.wrapping_add(1);
@@ -307,7 +343,11 @@ fn flushed_send(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
     let well_formed = user_opcode && (inline || u32::from(sqe.num_sge) <= uapi::SIW_MAX_SGE);
     Completion {
         wr_id: sqe.id,
-        opcode: if user_opcode { u32::from(sqe.opcode) } else { uapi::siw_opcode_SIW_OP_SEND },
+        opcode: if user_opcode {
+            u32::from(sqe.opcode)
+        } else {
+            uapi::siw_opcode_SIW_OP_SEND
+        },
         status: if well_formed {
             uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR
         } else {

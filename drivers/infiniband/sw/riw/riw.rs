@@ -6,7 +6,7 @@
 //! userspace drives it through rdma-core's software iWARP provider, whose ABI riw speaks.
 //! See Documentation/riw.rst.
 //!
-//! Everything in this directory is safe Rust; the unsafe abstractions it stands on are in
+//! Everything in this directory is safe Rust; the abstractions it stands on are in
 //! `rust/` (module `kernel_ext`) and the user ABI types in `uapi/`.
 
 use kernel::prelude::*;

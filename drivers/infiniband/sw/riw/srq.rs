@@ -39,13 +39,21 @@ impl RiwSrq {
         let ring = match udata {
             Some(udata) => {
                 let (ring, key) = QueueMemory::new_user(udata, len, MMAP_KEY_MIN)?;
-                udata.respond(&uapi::siw_uresp_create_srq { num_rqe, pad: 0, srq_key: key })?;
+                udata.respond(&uapi::siw_uresp_create_srq {
+                    num_rqe,
+                    pad: 0,
+                    srq_key: key,
+                })?;
                 ring
             }
             None => QueueMemory::new_kernel(len)?,
         };
         quota.keep();
-        let actual = SrqAttr { max_wr: num_rqe, max_sge: attr.max_sge, srq_limit: attr.srq_limit };
+        let actual = SrqAttr {
+            max_wr: num_rqe,
+            max_sge: attr.max_sge,
+            srq_limit: attr.srq_limit,
+        };
         let (max_sge, limit) = (attr.max_sge, attr.srq_limit);
         let init = try_pin_init!(Self {
             _ring: ring,
@@ -75,6 +83,10 @@ impl RiwSrq {
     }
 
     pub(crate) fn query(&self) -> SrqAttr {
-        SrqAttr { max_wr: self.num_rqe, max_sge: self.max_sge, srq_limit: *self.limit.lock() }
+        SrqAttr {
+            max_wr: self.num_rqe,
+            max_sge: self.max_sge,
+            srq_limit: *self.limit.lock(),
+        }
     }
 }
