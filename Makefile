@@ -7,6 +7,7 @@
 #   make -s module-path     print the path of the VARIANT riw.ko
 #   make demo         boot a guest, create riw devices on a veth pair, show ibv_devinfo
 #   make check        host unit tests and fuzz smoke, then the guest suite (debug kernel)
+#   make fuzz         fuzz every protocol parser for FUZZ_SECONDS each (default 300)
 #   make deps         install the Debian packages and cargo tools the project needs
 
 VARIANT ?= debug
@@ -14,7 +15,9 @@ SHELL := /bin/bash
 scripts := $(CURDIR)/scripts
 env := . $(scripts)/toolchain.sh
 
-.PHONY: all module kernel kernel-image module-path demo check host-test guest-test deps clean
+FUZZ_SECONDS ?= 300
+
+.PHONY: all module kernel kernel-image module-path demo check fuzz deps clean
 
 all: module
 
@@ -37,6 +40,9 @@ demo:
 
 check:
 	@$(scripts)/check.sh
+
+fuzz:
+	@drivers/infiniband/sw/riw/proto/fuzz/run.sh $(FUZZ_SECONDS)
 
 deps:
 	@$(scripts)/install-deps.sh

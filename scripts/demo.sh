@@ -5,6 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 variant=${VARIANT:-release}
+"$RIW_TOP/scripts/install-deps.sh"
 "$RIW_TOP/scripts/build-module.sh" "$variant"
 out=$(mktemp -d "${TMPDIR:-/tmp}/riw-demo.XXXXXX")
 "$RIW_TOP/selftests/vm/run.sh" --variant "$variant" --module "$(riw_module_dir "$variant")/riw.ko" \
