@@ -36,6 +36,26 @@ pub(crate) struct Completion {
     pub(crate) solicited: bool,
 }
 
+impl Completion {
+    /// A work request flushed from a QP in ERROR: "flushed" if it was well-formed, "local
+    /// QP operation error" if not.
+    pub(crate) fn flushed(wr_id: u64, opcode: u32, well_formed: bool, qp_num: u32) -> Self {
+        let status = if well_formed {
+            uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR
+        } else {
+            uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR
+        };
+        Self {
+            wr_id,
+            opcode,
+            status,
+            bytes: 0,
+            qp_num,
+            solicited: false,
+        }
+    }
+}
+
 impl RiwCq {
     /// Offset of the arming word, behind the entries.
     fn ctrl_offset(&self) -> usize {

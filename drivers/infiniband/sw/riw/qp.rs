@@ -314,23 +314,11 @@ impl RingCursor<'_> {
 /// The completion of a receive flushed from a QP in ERROR.
 fn flushed_recv(rqe: &uapi::siw_rqe, qp_num: u32) -> Completion {
     let well_formed = u32::from(rqe.num_sge) <= uapi::SIW_MAX_SGE;
-    Completion {
-        wr_id: rqe.id,
-        opcode: uapi::siw_opcode_SIW_OP_RECEIVE,
-        status: if well_formed {
-            uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR
-        } else {
-            uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR
-        },
-        bytes: 0,
-        qp_num,
-        solicited: false,
-    }
+    Completion::flushed(rqe.id, uapi::siw_opcode_SIW_OP_RECEIVE, well_formed, qp_num)
 }
 
-/// The completion of a send work request flushed from a QP in ERROR: a well-formed
-/// request completes with "flushed", anything else with "local QP operation error". The
-/// opcode echoed is always one the user library can map.
+/// The completion of a send work request flushed from a QP in ERROR. The opcode echoed is
+/// always one the user library can map.
 fn flushed_send(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
     let user_opcode = matches!(
         u32::from(sqe.opcode),
@@ -341,22 +329,12 @@ fn flushed_send(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
     );
     let inline = sqe.flags & uapi::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0;
     let well_formed = user_opcode && (inline || u32::from(sqe.num_sge) <= uapi::SIW_MAX_SGE);
-    Completion {
-        wr_id: sqe.id,
-        opcode: if user_opcode {
-            u32::from(sqe.opcode)
-        } else {
-            uapi::siw_opcode_SIW_OP_SEND
-        },
-        status: if well_formed {
-            uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR
-        } else {
-            uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR
-        },
-        bytes: 0,
-        qp_num,
-        solicited: false,
-    }
+    let opcode = if user_opcode {
+        u32::from(sqe.opcode)
+    } else {
+        uapi::siw_opcode_SIW_OP_SEND
+    };
+    Completion::flushed(sqe.id, opcode, well_formed, qp_num)
 }
 
 /// The QP state transitions a consumer may ask of an iWARP RC QP: those of the verbs
