@@ -14,10 +14,14 @@
 //! | 0x5    | Send with Solicited Event     | untagged, QN 0  | -            |
 //! | 0x6    | Send with SE and Invalidate   | untagged, QN 0  | -            |
 //! | 0x7    | Terminate                     | untagged, QN 2  | 4 + copies   |
+//! | 0x8    | Immediate Data (RFC 7306)     | untagged, QN 0  | 8 bytes      |
+//! | 0x9    | Immediate Data with SE        | untagged, QN 0  | 8 bytes      |
 //! | 0xa    | Atomic Request (RFC 7306)     | untagged, QN 1  | 52 bytes     |
 //! | 0xb    | Atomic Response (RFC 7306)    | untagged, QN 3  | 12 bytes     |
-//! | 0xc    | Immediate Data (RFC 7306)     | untagged, QN 0  | 8 bytes      |
-//! | 0xd    | Immediate Data with SE        | untagged, QN 0  | 8 bytes      |
+//!
+//! RFC 7306 takes the four opcodes after Terminate, in that order (1000b to
+//! 1011b); 0xc to 0xf stay unassigned. Linux siw speaks none of them (its
+//! `iwarp.h` ends at Terminate), so no recorded capture exercises them.
 //!
 //! Messages with an RDMAP header beyond the control byte are single-segment
 //! and carry no other payload.
@@ -69,14 +73,14 @@ pub enum Opcode {
     SendSolicitedInvalidate = 0x6,
     /// Terminate.
     Terminate = 0x7,
+    /// Immediate Data (RFC 7306).
+    ImmediateData = 0x8,
+    /// Immediate Data with Solicited Event (RFC 7306).
+    ImmediateDataSolicited = 0x9,
     /// Atomic Request (RFC 7306).
     AtomicRequest = 0xa,
     /// Atomic Response (RFC 7306).
     AtomicResponse = 0xb,
-    /// Immediate Data (RFC 7306).
-    ImmediateData = 0xc,
-    /// Immediate Data with Solicited Event (RFC 7306).
-    ImmediateDataSolicited = 0xd,
 }
 
 impl Opcode {
@@ -91,10 +95,10 @@ impl Opcode {
             0x5 => Self::SendSolicited,
             0x6 => Self::SendSolicitedInvalidate,
             0x7 => Self::Terminate,
+            0x8 => Self::ImmediateData,
+            0x9 => Self::ImmediateDataSolicited,
             0xa => Self::AtomicRequest,
             0xb => Self::AtomicResponse,
-            0xc => Self::ImmediateData,
-            0xd => Self::ImmediateDataSolicited,
             _ => return None,
         })
     }
@@ -337,5 +341,39 @@ impl RdmapHeader {
             return Err(Error::NotSingleSegment);
         }
         Ok(header)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opcode_wire_values() {
+        // RFC 5040 §4.2 (the values of siw's `enum rdma_opcode`), then RFC 7306.
+        let all = [
+            (0x0, Opcode::RdmaWrite),
+            (0x1, Opcode::ReadRequest),
+            (0x2, Opcode::ReadResponse),
+            (0x3, Opcode::Send),
+            (0x4, Opcode::SendInvalidate),
+            (0x5, Opcode::SendSolicited),
+            (0x6, Opcode::SendSolicitedInvalidate),
+            (0x7, Opcode::Terminate),
+            (0x8, Opcode::ImmediateData),
+            (0x9, Opcode::ImmediateDataSolicited),
+            (0xa, Opcode::AtomicRequest),
+            (0xb, Opcode::AtomicResponse),
+        ];
+        for (raw, op) in all {
+            assert_eq!(Opcode::from_wire(raw), Some(op));
+            assert_eq!(op.to_wire(), raw);
+        }
+        for raw in 0xc..=0xff {
+            assert_eq!(Opcode::from_wire(raw), None, "{raw:#x}");
+        }
+        assert_eq!(Opcode::ImmediateDataSolicited.queue(), Some(QUEUE_SEND));
+        assert!(Opcode::ImmediateDataSolicited.solicited());
+        assert_eq!(Opcode::AtomicResponse.queue(), Some(QUEUE_ATOMIC_RESPONSE));
     }
 }
