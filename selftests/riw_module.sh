@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # riw.ko loads and unloads cleanly, repeatedly, with and without siw beside it; "rdma link
-# add ... type riw" autoloads it; rmmod removes the devices it still has.
+# add ... type riw" autoloads it; rmmod removes the devices it still has; a device goes away
+# (link delete, rmmod) even while a process holds it with mapped rings.
 set -eu
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 10
 
 riw_defer modprobe -r riw
 riw_defer modprobe -r siw
@@ -36,5 +37,23 @@ ip netns exec "$RIW_NS1" rdma link add riw1 type riw netdev "$RIW_DEV1"
 riw_check "rmmod riw with two devices present" 60 modprobe -r riw
 no_riw_device() { ! rdma link show | grep -q riw; }
 riw_result "rmmod removed every riw device" no_riw_device
+
+# A process holding objects of every type (and their rings mapped) must not pin the device
+# or the module: the core disassociates it, its later calls fail with EIO.
+holder_ready() { [ -e "$RIW_OUT/hold.ready" ]; }
+start_holder() {
+	rm -f "$RIW_OUT/hold.ready"
+	riw_bg ip netns exec "$RIW_NS0" python3 "$(dirname "$0")/verbs/verbs.py" hold riw0 \
+		"$RIW_OUT/hold.ready"
+	riw_poll 30 holder_ready
+}
+ip netns exec "$RIW_NS0" rdma link add riw0 type riw netdev "$RIW_DEV0"
+start_holder || echo "# the holder did not get ready"
+riw_check "rdma link delete while a process holds the device" 30 rdma link delete riw0
+riw_result "the device is gone" no_riw_device
+ip netns exec "$RIW_NS0" rdma link add riw0 type riw netdev "$RIW_DEV0"
+start_holder || echo "# the holder did not get ready"
+riw_check "rmmod riw while a process holds a device" 30 modprobe -r riw
+riw_result "the module is gone" test ! -d /sys/module/riw
 
 ktap_finished

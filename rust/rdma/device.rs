@@ -415,6 +415,7 @@ impl<T: DeviceOps> Device<T> {
             get_port_immutable: Some(Self::get_port_immutable_callback),
             alloc_ucontext: Some(ucontext::alloc_ucontext_callback::<T>),
             dealloc_ucontext: Some(ucontext::dealloc_ucontext_callback::<T>),
+            disassociate_ucontext: Some(ucontext::disassociate_ucontext_callback),
             mmap: Some(mmap::mmap_callback),
             mmap_free: Some(mmap::mmap_free_callback),
             alloc_pd: Some(verbs::alloc_pd_callback::<T>),

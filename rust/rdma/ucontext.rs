@@ -38,6 +38,13 @@ pub(super) unsafe extern "C" fn dealloc_ucontext_callback<T: DeviceOps>(
     unsafe { UContext::<T>::drop_data(uctx) };
 }
 
+/// The `disassociate_ucontext` op. Its presence lets the core remove a device (link
+/// delete, netdev removal, rmmod) while processes still hold it open: the core destroys
+/// their objects and fails their later commands with EIO. Nothing is left to do here: the
+/// rings they may still have mapped are plain pages that the mappings keep alive and that
+/// riw no longer reads.
+pub(super) unsafe extern "C" fn disassociate_ucontext_callback(_uctx: *mut bindings::ib_ucontext) {}
+
 /// The driver-private input and output buffers of one verbs command (`struct ib_udata`),
 /// present when the command comes from userspace.
 ///
