@@ -60,7 +60,9 @@
 //! `cargo test --manifest-path drivers/infiniband/sw/riw/proto/Cargo.toml`
 //! runs unit tests on frames written out by hand from the RFC layouts,
 //! property tests (round trips, chunking independence) and
-//! `tests/captures.rs`, which decodes every recorded `testdata/*.pcap`.
+//! `tests/captures.rs`, which decodes every recorded `testdata/*.pcap`:
+//! siw-to-siw traffic of rping and perftest, with and without CRC and in
+//! peer-to-peer mode, recorded in the test guest by `testdata/capture.sh`.
 //! `drivers/infiniband/sw/riw/proto/fuzz/run.sh SECONDS` fuzzes the MPA
 //! frame, FPDU stream and Terminate parsers.
 

@@ -7,22 +7,49 @@
 #   drivers/infiniband/sw/riw/proto/testdata/capture.sh
 #
 # (needs the cached release kernel, scripts/build-kernel.sh release, and tcpdump, rping and
-# perftest on the host, scripts/install-deps.sh). That host side builds a second copy of the
-# kernel's stock siw driver, "siw_crc", whose only change is that it asks for MPA CRCs (siw's
-# mpa_crc_required and mpa_crc_strict are compile-time constants, false, in 6.12; no module
-# parameter switches them), boots the guest with selftests/vm/run.sh --variant release and runs
-# this script in it again as "capture.sh guest". The guest side joins two network namespaces by
-# a veth pair (192.0.2.1 and 192.0.2.2), adds siw0 and siw1 on its ends and records, with
-# tcpdump on veth0 and a filter on the RDMA connection's TCP port only:
+# perftest on the host, scripts/install-deps.sh). In 6.12, siw's MPA settings are compile-time
+# constants (mpa_crc_required, peer_to_peer, ...: all false, no module parameters), so the host
+# side builds two more copies of the kernel's own siw sources, each differing from the stock
+# driver in one constant and in its link type, so that "rdma link add" never autoloads two:
 #
-#   rping-{nocrc,crc}.pcap         rping -C 3 -S 64 -V: Sends, RDMA Reads and Writes
-#   write_bw-{nocrc,crc}.pcap      ib_write_bw -R -n 5 -s 4096 (rdma_cm): RDMA Writes
+#   siw_crc    mpa_crc_required = true    link type siw_crc
+#   siw_p2p    peer_to_peer = true        link type siw_p2p
 #
-# first with the stock siw (no CRC), then with siw_crc on both ends (CRC required). The host
-# side copies the pcaps here; nothing else changes.
+# It boots the guest with selftests/vm/run.sh --variant release, runs this script in it again
+# as "capture.sh guest" and copies the pcaps here. The guest side joins two network namespaces
+# by a veth pair (192.0.2.1 and 192.0.2.2), adds siw0 and siw1 on its ends and records, with
+# tcpdump on veth0 and a filter on the test's TCP port only:
+#
+#   rping-nocrc.pcap, rping-crc.pcap          rping -C 3 -S 64 -V: Sends, RDMA Reads and Writes
+#   write_bw-nocrc.pcap, write_bw-crc.pcap    ib_write_bw -R -n 5 -s 4096: perftest's exchange
+#                                             (Sends) and the test (RDMA Writes), each on an
+#                                             rdma_cm connection of its own on port 18515
+#   rping-p2p-nocrc.pcap                      rping as above, MPA peer-to-peer mode: the
+#                                             initiator's zero-length ready-to-receive first
+#
+# "nocrc" with the stock siw, "crc" with siw_crc, "p2p" with siw_p2p, on both ends each time.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# build_variant KDIR DIR NAME CONSTANT: builds DIR/NAME/NAME.ko from KDIR's siw sources with
+# "const bool CONSTANT;" set to true and link type NAME.
+build_variant() {
+	local kdir=$1 dir=$2/$3 name=$3 constant=$4 objs
+	mkdir -p "$dir"
+	cp "$kdir"/drivers/infiniband/sw/siw/{siw_*.c,*.h} "$dir/"
+	sed -i -e "s/^const bool $constant;\$/const bool $constant = true;/" \
+		-e "s/^\\t\\.type = \"siw\",\$/\\t.type = \"$name\",/" \
+		-e "s/^MODULE_ALIAS_RDMA_LINK(\"siw\");\$/MODULE_ALIAS_RDMA_LINK(\"$name\");/" \
+		"$dir/siw_main.c"
+	[ "$(grep -c -e "^const bool $constant = true;\$" -e "\"$name\"" "$dir/siw_main.c")" = 3 ] || {
+		echo "capture.sh: siw_main.c changed; cannot derive $name from it" >&2
+		exit 1
+	}
+	objs=$(cd "$dir" && ls ./*.c | sed 's|^\./||; s|\.c$|.o|' | tr '\n' ' ')
+	printf 'obj-m := %s.o\n%s-y := %s\n' "$name" "$name" "$objs" >"$dir/Kbuild"
+	make -s -C "$kdir" "${RIW_KMAKE_FLAGS[@]}" M="$dir" modules
+}
 
 host() {
 	. "$here/../../../../../../scripts/toolchain.sh"
@@ -34,20 +61,12 @@ host() {
 	}
 	build=$(mktemp -d "${TMPDIR:-/tmp}/riw-capture.XXXXXX")
 	out=$build/out
-	mkdir -p "$build/siw_crc" "$out"
-	cp "$kdir"/drivers/infiniband/sw/siw/{siw_*.c,*.h} "$build/siw_crc/"
-	sed -i 's/^const bool mpa_crc_required;$/const bool mpa_crc_required = true;/' \
-		"$build/siw_crc/siw_main.c"
-	grep -q '^const bool mpa_crc_required = true;$' "$build/siw_crc/siw_main.c" || {
-		echo "capture.sh: siw_main.c no longer has the mpa_crc_required constant" >&2
-		exit 1
-	}
-	local objs
-	objs=$(cd "$build/siw_crc" && ls ./*.c | sed 's|^\./||; s|\.c$|.o|' | tr '\n' ' ')
-	printf 'obj-m := siw_crc.o\nsiw_crc-y := %s\n' "$objs" >"$build/siw_crc/Kbuild"
-	make -s -C "$kdir" "${RIW_KMAKE_FLAGS[@]}" M="$build/siw_crc" modules
+	mkdir -p "$out"
+	build_variant "$kdir" "$build" siw_crc mpa_crc_required
+	build_variant "$kdir" "$build" siw_p2p peer_to_peer
 	"$RIW_TOP/selftests/vm/run.sh" --variant release --timeout 900 --out "$out" \
-		--module "$build/siw_crc/siw_crc.ko" -- "$here/capture.sh" guest
+		--module "$build/siw_crc/siw_crc.ko" --module "$build/siw_p2p/siw_p2p.ko" \
+		-- "$here/capture.sh" guest
 	cp "$out"/*.pcap "$here/"
 	ls -l "$here"/*.pcap
 	rm -rf "$build"
@@ -74,12 +93,15 @@ listening() {
 record() {
 	local name=$1 filter=$2 dump
 	shift 2
-	in0 tcpdump -Z root -i veth0 -s 0 -U -w "$RIW_OUT/$name.pcap" "$filter" 2>"$RIW_OUT/$name.tcpdump" &
+	# Not through in0: $! must be tcpdump's own pid (ip netns exec execs it), and SIGTERM, as
+	# a background job ignores SIGINT.
+	ip netns exec $ns0 tcpdump -Z root -i veth0 -s 0 -U -w "$RIW_OUT/$name.pcap" "$filter" \
+		2>"$RIW_OUT/$name.tcpdump" &
 	dump=$!
 	sleep 2 # tcpdump has no "ready" signal; give it time to open the socket
 	"$@"
 	sleep 1
-	kill -INT $dump
+	kill -TERM $dump
 	wait $dump || true
 	cat "$RIW_OUT/$name.tcpdump"
 	rm -f "$RIW_OUT/$name.tcpdump"
@@ -104,8 +126,8 @@ run_write_bw() {
 }
 
 links() {
-	in0 rdma link add siw0 type siw netdev veth0
-	in1 rdma link add siw1 type siw netdev veth1
+	in0 rdma link add siw0 type "$1" netdev veth0
+	in1 rdma link add siw1 type "$1" netdev veth1
 }
 
 unlinks() {
@@ -114,9 +136,14 @@ unlinks() {
 }
 
 guest() {
+	# A tcpdump left behind would keep the guest's output pipe, and so the guest, open.
+	trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 	ip netns add $ns0
 	ip netns add $ns1
-	in0 ip link add veth0 type veth peer name veth1 netns $ns1
+	# Distinct ifindexes: a wildcard rdma_cm listen (perftest's server) makes siw bind one
+	# socket per device, tied to that device's netdev by ifindex, all in the listener's
+	# namespace; with veth0 and veth1 both ifindex 2 there, the second bind is refused.
+	in0 ip link add veth0 index 10 type veth peer name veth1 index 11 netns $ns1
 	in0 ip addr add $addr0/24 dev veth0
 	in1 ip addr add $addr1/24 dev veth1
 	for ns in $ns0 $ns1; do
@@ -124,21 +151,21 @@ guest() {
 	done
 	in0 ip link set veth0 up
 	in1 ip link set veth1 up
-	# No TSO/GSO: every TCP segment on the wire is one the capture holds whole.
-	in0 ethtool -K veth0 tso off gso off gro off 2>/dev/null || true
-	in1 ethtool -K veth1 tso off gso off gro off 2>/dev/null || true
 
-	for crc in nocrc crc; do
-		if [ $crc = crc ]; then
-			modprobe -r siw
-			modprobe siw_crc
+	local mode module
+	for mode in nocrc:siw crc:siw_crc p2p:siw_p2p; do
+		module=${mode#*:} mode=${mode%:*}
+		links "$module"
+		if [ "$mode" = p2p ]; then
+			record rping-p2p-nocrc "tcp port 7174" run_rping
+		else
+			record "rping-$mode" "tcp port 7174" run_rping
+			record "write_bw-$mode" "tcp port 18515" run_write_bw
 		fi
-		links
-		record "rping-$crc" "tcp port 7174" run_rping
-		record "write_bw-$crc" "tcp port 18515" run_write_bw
 		unlinks
+		modprobe -r "$module"
 	done
-	modprobe -r siw_crc
+	dmesg | grep -i -e siw -e warn -e bug || true
 	ls -l "$RIW_OUT"/*.pcap
 }
 

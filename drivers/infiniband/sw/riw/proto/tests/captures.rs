@@ -7,12 +7,22 @@
 //! requiring zero errors. Retransmitted and overlapping segments are merged;
 //! a capture that ends mid-FPDU, or loses a segment, stops that stream
 //! cleanly at the last contiguous byte. TCP connections that do not start
-//! with an MPA request (e.g. perftest's out-of-band exchange) are skipped.
+//! with an MPA request (e.g. perftest's out-of-band exchange over TCP) are
+//! skipped.
+//!
+//! The captures are recorded by `testdata/capture.sh`. Each is named
+//! `TOOL-crc` or `TOOL-nocrc` and must also show what its name promises:
+//! every MPA connection negotiated (request and reply, accepted by our own
+//! initiator and responder logic) with CRCs on or off as named, both
+//! directions decoded whole, FPDUs in both directions, the opcodes the tool
+//! produces and, for `rping-p2p`, peer-to-peer mode with the zero-length
+//! ready-to-receive message first.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use riw_proto::mpa::MPA_KEY_REQUEST;
 use riw_proto::*;
 
 /// One TCP segment's payload as captured.
@@ -261,9 +271,20 @@ fn read_pcapng(bytes: &[u8]) -> Result<Capture, String> {
 /// Per-stream summary, printed for the record.
 #[derive(Default, Debug)]
 struct Summary {
+    /// FPDUs by opcode.
     fpdus: BTreeMap<String, usize>,
     payload: usize,
     ended_mid_fpdu: bool,
+    /// The capture holds the direction whole: no lost or truncated segment.
+    contiguous: bool,
+    /// The first FPDU's opcode and payload length.
+    first: Option<(Opcode, u16)>,
+}
+
+impl Summary {
+    fn count(&self) -> usize {
+        self.fpdus.values().sum()
+    }
 }
 
 /// Parses the FPDU stream in `bytes`, in chunks of `chunk` bytes.
@@ -282,6 +303,9 @@ fn parse_fpdus(bytes: &[u8], crc: bool, chunk: usize) -> Result<Summary, (Error,
             rest = &rest[step.consumed..];
             match step.event {
                 Some(RxEvent::Header(h)) => {
+                    summary
+                        .first
+                        .get_or_insert((h.header.segment.opcode, h.payload_len));
                     *summary
                         .fpdus
                         .entry(format!("{:?}", h.header.segment.opcode))
@@ -320,11 +344,80 @@ fn parse_mpa(
     Ok(Some((frame, pd, consumed)))
 }
 
-/// Checks every MPA connection in a capture; returns a report line per
-/// connection or the first failure.
-fn check_capture(bytes: &[u8]) -> Result<Vec<String>, String> {
+/// One MPA connection found in a capture.
+#[derive(Debug)]
+struct Connection {
+    /// "client address:port -> server address:port".
+    name: String,
+    outcome: Outcome,
+}
+
+#[derive(Debug)]
+enum Outcome {
+    /// The capture ends before the request or reply is complete.
+    Incomplete(&'static str),
+    /// The responder rejected the connection.
+    Rejected,
+    /// Both frames parsed and both FPDU streams decoded without an error.
+    Decoded(Box<Decoded>),
+}
+
+#[derive(Debug)]
+struct Decoded {
+    request: MpaFrame<'static>,
+    reply: MpaFrame<'static>,
+    /// What our initiator logic settles on given siw's request and reply.
+    settled: Negotiated,
+    client: Summary,
+    server: Summary,
+}
+
+impl Connection {
+    fn line(&self) -> String {
+        let d = match &self.outcome {
+            Outcome::Incomplete(what) => return format!("{}: capture ends {what}", self.name),
+            Outcome::Rejected => return format!("{}: connection rejected", self.name),
+            Outcome::Decoded(d) => d,
+        };
+        let mut line = format!(
+            "{}: MPA rev {:?}, crc {}, request {:?}, reply {:?}",
+            self.name, d.settled.revision, d.settled.crc, d.request.enhanced, d.reply.enhanced
+        );
+        for (side, s) in [("client", &d.client), ("server", &d.server)] {
+            line += &format!(
+                "; {side}: {:?}, {} payload bytes{}{}",
+                s.fpdus,
+                s.payload,
+                if s.ended_mid_fpdu {
+                    ", capture ends mid-FPDU"
+                } else {
+                    ""
+                },
+                if s.contiguous { "" } else { ", stream cut" }
+            );
+        }
+        line
+    }
+}
+
+/// The local settings an initiator must have had to send `request`.
+fn initiator_config(request: &MpaFrame<'_>) -> MpaConfig {
+    let e = request.enhanced;
+    MpaConfig {
+        revision: request.revision,
+        crc: request.crc,
+        ird: e.map_or(0, |e| e.ird),
+        ord: e.map_or(0, |e| e.ord),
+        peer_to_peer: e.is_some_and(|e| e.peer_to_peer),
+        rtr: e.map_or(RtrModes::NONE, |e| e.rtr),
+    }
+}
+
+/// Decodes every MPA connection in a capture; returns them or the first
+/// failure.
+fn check_capture(bytes: &[u8]) -> Result<Vec<Connection>, String> {
     let cap = read_pcap(bytes)?;
-    let mut report = Vec::new();
+    let mut conns = Vec::new();
     let mut seen = Vec::new();
     for key in &cap.order {
         let reverse = (key.1.clone(), key.0.clone());
@@ -332,73 +425,107 @@ fn check_capture(bytes: &[u8]) -> Result<Vec<String>, String> {
             continue;
         }
         seen.push(key.clone());
-        let here = cap.flows[key].stream().0;
-        let there = cap
+        let (here, here_whole) = cap.flows[key].stream();
+        let (there, there_whole) = cap
             .flows
             .get(&reverse)
-            .map(|d| d.stream().0)
+            .map(|d| d.stream())
             .unwrap_or_default();
         // The client is the side whose stream starts with the request key.
-        let (client_key, client, server) = if here.starts_with(b"MPA ID Req Frame") {
-            (key, here, there)
-        } else if there.starts_with(b"MPA ID Req Frame") {
-            (&reverse, there, here)
-        } else {
-            continue;
+        let (client_key, (client, client_whole), (server, server_whole)) =
+            if here.starts_with(&MPA_KEY_REQUEST) {
+                (key, (here, here_whole), (there, there_whole))
+            } else if there.starts_with(&MPA_KEY_REQUEST) {
+                (&reverse, (there, there_whole), (here, here_whole))
+            } else {
+                continue;
+            };
+        let ip = |a: &[u8]| {
+            a.iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(".")
         };
         let name = format!(
-            "{:?}:{} -> {:?}:{}",
-            client_key.0 .0, client_key.0 .1, client_key.1 .0, client_key.1 .1
+            "{}:{} -> {}:{}",
+            ip(&client_key.0 .0),
+            client_key.0 .1,
+            ip(&client_key.1 .0),
+            client_key.1 .1
         );
+        let mut conn = Connection {
+            name: name.clone(),
+            outcome: Outcome::Rejected,
+        };
         let request =
             parse_mpa(&client, FrameKind::Request).map_err(|e| format!("{name}: request: {e}"))?;
         let Some((request, _, req_len)) = request else {
-            report.push(format!("{name}: capture ends inside the MPA request"));
+            conn.outcome = Outcome::Incomplete("inside the MPA request");
+            conns.push(conn);
             continue;
         };
         let reply =
             parse_mpa(&server, FrameKind::Reply).map_err(|e| format!("{name}: reply: {e}"))?;
         let Some((reply, _, rep_len)) = reply else {
-            report.push(format!("{name}: capture ends before the MPA reply"));
+            conn.outcome = Outcome::Incomplete("before the MPA reply is complete");
+            conns.push(conn);
             continue;
         };
         if reply.reject {
-            report.push(format!("{name}: connection rejected"));
+            conns.push(conn);
             continue;
         }
-        if reply.crc != (reply.crc || request.crc) || reply.revision > request.revision {
+        // Our initiator must accept what the peer replied, and our responder
+        // what the peer requested, with the same outcome.
+        let settled = initiator_config(&request)
+            .complete(&reply)
+            .map_err(|e| format!("{name}: reply {reply:?} to request {request:?}: {e}"))?;
+        let responder = MpaConfig {
+            crc: reply.crc,
+            ..initiator_config(&reply)
+        };
+        let (_, theirs) = responder
+            .respond(&request, &[])
+            .map_err(|e| format!("{name}: request {request:?}: {e}"))?;
+        if (theirs.crc, theirs.revision, theirs.rtr) != (settled.crc, settled.revision, settled.rtr)
+        {
             return Err(format!(
-                "{name}: reply {reply:?} does not answer request {request:?}"
+                "{name}: responder settles {theirs:?}, initiator {settled:?}"
             ));
         }
-        let crc = reply.crc;
-        let mut line = format!(
-            "{name}: MPA rev {:?}, crc {crc}, enhanced {:?}",
-            reply.revision, reply.enhanced
-        );
-        for (side, stream, skip) in [("client", &client, req_len), ("server", &server, rep_len)] {
-            let summary = parse_fpdus(&stream[skip..], crc, 1448).map_err(|(e, at)| {
-                format!("{name}: {side} stream at byte {}: {e} ({e:?})", skip + at)
-            })?;
+        let mut sides = Vec::new();
+        for (side, stream, skip, whole) in [
+            ("client", &client, req_len, client_whole),
+            ("server", &server, rep_len, server_whole),
+        ] {
+            let mut summary =
+                parse_fpdus(&stream[skip..], settled.crc, 1448).map_err(|(e, at)| {
+                    format!("{name}: {side} stream at byte {}: {e} ({e:?})", skip + at)
+                })?;
+            summary.contiguous = whole;
             // Chunking must not matter on real traffic either.
-            let bytewise = parse_fpdus(&stream[skip..stream.len().min(skip + 64 * 1024)], crc, 1);
+            let bytewise = parse_fpdus(
+                &stream[skip..stream.len().min(skip + 64 * 1024)],
+                settled.crc,
+                1,
+            );
             if let Err((e, at)) = bytewise {
                 return Err(format!("{name}: {side} byte-wise at {}: {e}", skip + at));
             }
-            line += &format!(
-                "; {side}: {:?}, {} payload bytes{}",
-                summary.fpdus,
-                summary.payload,
-                if summary.ended_mid_fpdu {
-                    ", capture ends mid-FPDU"
-                } else {
-                    ""
-                }
-            );
+            sides.push(summary);
         }
-        report.push(line);
+        let server_summary = sides.pop().unwrap_or_default();
+        let client_summary = sides.pop().unwrap_or_default();
+        conn.outcome = Outcome::Decoded(Box::new(Decoded {
+            request,
+            reply,
+            settled,
+            client: client_summary,
+            server: server_summary,
+        }));
+        conns.push(conn);
     }
-    Ok(report)
+    Ok(conns)
 }
 
 fn capture_files() -> Vec<PathBuf> {
@@ -416,20 +543,127 @@ fn capture_files() -> Vec<PathBuf> {
     files
 }
 
+/// What a recorded capture must show beyond decoding without an error.
+struct Expect {
+    /// CRCs on, in request, reply and the settled parameters.
+    crc: bool,
+    /// Opcodes the traffic must contain.
+    opcodes: &'static [&'static str],
+    /// MPA peer-to-peer mode: the request offers ready-to-receive modes, the
+    /// reply picks one and the client's first FPDU is that zero-length
+    /// message.
+    p2p: bool,
+}
+
+/// The expectations from a capture's file name, `TOOL-crc` or `TOOL-nocrc`.
+fn expectations(file: &Path) -> Result<Expect, String> {
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let (tool, crc) = stem
+        .rsplit_once('-')
+        .ok_or("name is not TOOL-crc or TOOL-nocrc")?;
+    let crc = match crc {
+        "crc" => true,
+        "nocrc" => false,
+        _ => return Err("name does not end in -crc or -nocrc".into()),
+    };
+    // rping, each ping: the client advertises its buffer in a Send, the
+    // server RDMA Reads it and Sends, the client advertises again, the server
+    // RDMA Writes back and Sends. perftest: Sends carry the out-of-band
+    // exchange, then the RDMA Writes of the test.
+    let rping: &[&str] = &["Send", "ReadRequest", "ReadResponse", "RdmaWrite"];
+    let (opcodes, p2p) = match tool {
+        "rping" => (rping, false),
+        "rping-p2p" => (rping, true),
+        "write_bw" => (&["Send", "RdmaWrite"][..], false),
+        _ => return Err(format!("unknown tool {tool:?}")),
+    };
+    Ok(Expect { crc, opcodes, p2p })
+}
+
+/// Checks the peer-to-peer negotiation of a connection.
+fn check_p2p(d: &Decoded) -> Result<(), String> {
+    let (Some(req), Some(rep)) = (d.request.enhanced, d.reply.enhanced) else {
+        return Err("no IRD/ORD words".into());
+    };
+    let Some(mode) = d.settled.rtr else {
+        return Err("no ready-to-receive mode settled".into());
+    };
+    if !req.peer_to_peer || !rep.peer_to_peer || rep.rtr != RtrModes::only(mode) {
+        return Err(format!("request {req:?} and reply {rep:?} disagree"));
+    }
+    let opcode = match mode {
+        RtrMode::Write => Opcode::RdmaWrite,
+        RtrMode::Read => Opcode::ReadRequest,
+        RtrMode::Send => Opcode::Send,
+    };
+    // A zero-length Read Request asks for zero bytes; its ULPDU is all header.
+    if d.client.first != Some((opcode, 0)) {
+        return Err(format!(
+            "client's first FPDU {:?} is not the zero-length {opcode:?}",
+            d.client.first
+        ));
+    }
+    Ok(())
+}
+
+/// Checks one recorded capture against its name; returns its report lines.
+fn check_recorded(file: &Path) -> Result<Vec<String>, String> {
+    let expect = expectations(file)?;
+    let bytes = fs::read(file).map_err(|e| e.to_string())?;
+    let conns = check_capture(&bytes)?;
+    if conns.is_empty() {
+        return Err("no MPA connection".into());
+    }
+    let mut seen = BTreeMap::<String, usize>::new();
+    let (mut from_client, mut from_server) = (0, 0);
+    for conn in &conns {
+        let Outcome::Decoded(d) = &conn.outcome else {
+            return Err(conn.line());
+        };
+        // Negotiated on both directions, CRC as the file name says.
+        let crc = expect.crc;
+        if (d.request.crc, d.reply.crc, d.settled.crc) != (crc, crc, crc) {
+            return Err(format!("{}: CRC is not {crc} throughout", conn.line()));
+        }
+        if expect.p2p {
+            check_p2p(d).map_err(|e| format!("{}: {e}", conn.line()))?;
+        } else if d.settled.rtr.is_some() {
+            return Err(format!("{}: unexpected peer-to-peer mode", conn.line()));
+        }
+        for (side, s) in [("client", &d.client), ("server", &d.server)] {
+            if !s.contiguous || s.ended_mid_fpdu {
+                return Err(format!("{}: {side} stream not decoded whole", conn.line()));
+            }
+            for (op, n) in &s.fpdus {
+                *seen.entry(op.clone()).or_default() += n;
+            }
+        }
+        from_client += d.client.count();
+        from_server += d.server.count();
+    }
+    if from_client == 0 || from_server == 0 {
+        return Err(format!(
+            "{from_client} FPDUs from the client, {from_server} from the server"
+        ));
+    }
+    for op in expect.opcodes {
+        if !seen.contains_key(*op) {
+            return Err(format!("no {op} FPDU in {seen:?}"));
+        }
+    }
+    Ok(conns.iter().map(Connection::line).collect())
+}
+
 #[test]
 fn recorded_captures_decode_without_errors() {
     let files = capture_files();
-    if files.is_empty() {
-        println!("note: no captures in testdata/ yet; nothing to decode");
-        return;
-    }
+    assert!(
+        !files.is_empty(),
+        "no captures in testdata/: record them with testdata/capture.sh"
+    );
     let mut failures = Vec::new();
     for file in files {
-        let bytes = fs::read(&file).expect("read capture");
-        match check_capture(&bytes) {
-            Ok(lines) if lines.is_empty() => {
-                failures.push(format!("{}: no MPA connection", file.display()))
-            }
+        match check_recorded(&file) {
             Ok(lines) => lines
                 .iter()
                 .for_each(|l| println!("{}: {l}", file.display())),
@@ -443,7 +677,6 @@ fn recorded_captures_decode_without_errors() {
 // and a capture cut short mid-FPDU.
 mod synthetic {
     use super::*;
-    use riw_proto::mpa::RtrModes;
 
     fn tcp_packet(
         src: [u8; 4],
@@ -583,12 +816,26 @@ mod synthetic {
         // The last client segment is cut by the snap length.
         let (off, data) = segs[last];
         pkts.push((tcp_packet(c, s, cp, cisn + 1 + off, 0x18, data), 54 + 10));
-        let report = check_capture(&pcap(&pkts)).unwrap();
-        assert_eq!(check_capture(&pcapng(&pkts)).unwrap(), report);
+        let lines = |bytes: &[u8]| -> Vec<String> {
+            check_capture(bytes)
+                .unwrap()
+                .iter()
+                .map(Connection::line)
+                .collect()
+        };
+        let report = lines(&pcap(&pkts));
+        assert_eq!(lines(&pcapng(&pkts)), report);
         assert_eq!(report.len(), 1, "{report:?}");
         assert!(report[0].contains("crc true"), "{}", report[0]);
         assert!(report[0].contains("capture ends mid-FPDU"), "{}", report[0]);
         assert!(report[0].contains("server: {\"Send\": 1}"), "{}", report[0]);
+        let conns = check_capture(&pcap(&pkts)).unwrap();
+        let Outcome::Decoded(d) = &conns[0].outcome else {
+            panic!("{}", conns[0].line());
+        };
+        // The fifth Send's header made it into the capture, its end did not.
+        assert_eq!((d.client.count(), d.server.count()), (5, 1));
+        assert!(!d.client.contiguous && d.server.contiguous);
 
         // A corrupted FPDU is reported.
         let mut bad = pkts.clone();
