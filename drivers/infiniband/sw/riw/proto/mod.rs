@@ -4,7 +4,7 @@
 //! RDMAP (RFC 5040, RFC 7306) and CRC32c.
 //!
 //! This module is pure protocol: no allocation, no I/O, no kernel
-//! dependency, no `unsafe`. Buffers are the caller's, state is fixed-size,
+//! dependency, entirely safe code. Buffers are the caller's, state is fixed-size,
 //! and every parser is total over hostile input (errors, never panics). The
 //! same files build inside the riw kernel crate and as the host crate
 //! `riw-proto`, where they are unit-, property- and fuzz-tested.
