@@ -54,6 +54,11 @@ unsigned long riw_vma_flags(const struct vm_area_struct *vma)
 	return vma->vm_flags;
 }
 
+void riw_vma_forbid_exec(struct vm_area_struct *vma)
+{
+	vm_flags_clear(vma, VM_MAYEXEC);
+}
+
 struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata)
 {
 	return rdma_udata_to_uverbs_attr_bundle(udata)->context;

@@ -22,6 +22,7 @@ bool riw_netif_carrier_ok(const struct net_device *dev);
 bool riw_ib_device_try_get(struct ib_device *dev);
 int riw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 unsigned long riw_vma_flags(const struct vm_area_struct *vma);
+void riw_vma_forbid_exec(struct vm_area_struct *vma);
 struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata);
 struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs);
 void riw_ida_init(struct ida *ida);

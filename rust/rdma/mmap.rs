@@ -208,6 +208,9 @@ pub(crate) unsafe extern "C" fn mmap_callback(
     if unsafe { bindings::riw_vma_flags(vma) } & bindings::VM_EXEC as core::ffi::c_ulong != 0 {
         return EPERM.to_errno();
     }
+    // Nor later, through mprotect().
+    // SAFETY: As above; the core holds the mmap lock for writing while setting up the vma.
+    unsafe { bindings::riw_vma_forbid_exec(vma) };
     // SAFETY: As above; the lookup checks the offset and that the size is the entry's.
     let entry = unsafe { bindings::rdma_user_mmap_entry_get(uctx, vma) };
     if entry.is_null() {
