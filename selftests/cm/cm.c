@@ -1,0 +1,1628 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The librdmacm part of riw_cm.sh: connection management and the SEND/RECV data path
+ * through stock librdmacm and libibverbs (soft-iWARP provider), on riw or siw devices.
+ *
+ *   cm list                     the subtest names and descriptions, one a line
+ *   cm run NS_SRV NS_CLI SRV_DRIVER CLI_DRIVER [NAME...]
+ *                               run the subtests (all without NAME); both sides of every
+ *                               connection live in this one process: it enters the server's
+ *                               network namespace (/run/netns/NS_SRV) to create the server's
+ *                               rdma_cm ids and the client's to create the client's (an
+ *                               rdma_cm id belongs to the namespace it was created in)
+ *   cm serve ADDR PORT          a listener that accepts every request and answers each
+ *                               message "ping..." with "pong..."; prints its events; runs
+ *                               until killed (SIGTERM: tidy exit, status 0)
+ *   cm ping ADDR PORT [N]       a client: N (default 1) connections one after the other,
+ *                               each connects, sends "ping", waits for "pong", disconnects
+ *   cm hold ADDR PORT           a client that connects, prints "ESTABLISHED", and waits for
+ *                               DISCONNECTED or DEVICE_REMOVAL (printed, then exit 0)
+ *
+ * `run` prints one line "RESULT pass|fail|xfail|skip NAME [reason]" per subtest; any other
+ * line is diagnostics. SRV_DRIVER and CLI_DRIVER (riw or siw) only select the expected
+ * failures: where siw deviates from what riw must do, the check still runs and reports
+ * "xfail" when siw is on the deviating side.
+ *
+ * Addresses: the server device sits on 192.0.2.2 / 2001:db8::2, the client device on
+ * 192.0.2.1 / 2001:db8::1 (riw_cm.sh sets them up). Every subtest uses ports of its own,
+ * from 20000 up. Timeouts are multiplied by RIW_TIMEOUT_SCALE.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SRV4 "192.0.2.2"
+#define CLI4 "192.0.2.1"
+#define SRV6 "2001:db8::2"
+#define BUF_SIZE 65536
+#define MSG 256 /* bytes per receive buffer slot */
+#define SLOTS 16
+
+static int scale = 1;
+static int ns_srv = -1, ns_cli = -1;
+static const char *drv_srv = "riw", *drv_cli = "riw";
+static struct rdma_event_channel *ch_srv, *ch_cli;
+static int port_next = 20000;
+
+/* ---- results ---- */
+
+static int n_fail, n_xfail;
+static char xfail_why[512];
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+/* A check; on failure, xfail if `drv` (the driver of the deviating side) is siw and why is
+ * given. Returns cond. */
+static bool check_x(bool cond, const char *drv, const char *why, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (cond)
+		return true;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (why && drv && !strcmp(drv, "siw")) {
+		diag("XFAIL: %s (%s)", msg, why);
+		if (!strstr(xfail_why, why)) {
+			if (xfail_why[0])
+				strncat(xfail_why, "; ", sizeof(xfail_why) - strlen(xfail_why) - 1);
+			strncat(xfail_why, why, sizeof(xfail_why) - strlen(xfail_why) - 1);
+		}
+		n_xfail++;
+	} else {
+		diag("FAIL: %s", msg);
+		n_fail++;
+	}
+	return false;
+}
+
+#define check(cond, ...) check_x((cond), NULL, NULL, __VA_ARGS__)
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void enter(int ns)
+{
+	if (ns >= 0 && setns(ns, CLONE_NEWNET)) {
+		perror("setns");
+		exit(2);
+	}
+}
+
+/* ---- addresses ---- */
+
+static socklen_t mkaddr(struct sockaddr_storage *ss, const char *ip, int port)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(ip, ':')) {
+		struct sockaddr_in6 *s6 = (void *)ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		inet_pton(AF_INET6, ip, &s6->sin6_addr);
+		return sizeof(*s6);
+	}
+	struct sockaddr_in *s4 = (void *)ss;
+
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(port);
+	inet_pton(AF_INET, ip, &s4->sin_addr);
+	return sizeof(*s4);
+}
+
+/* ---- rdma_cm events ---- */
+
+static const char *ev_name(int e)
+{
+	return rdma_event_str(e);
+}
+
+/* The next event on ch within ms (scaled), or NULL. */
+static struct rdma_cm_event *get_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	double end = now() + ms * scale / 1000.0;
+
+	for (;;) {
+		int left = (int)((end - now()) * 1000);
+
+		if (left < 0)
+			left = 0;
+		int r = poll(&p, 1, left);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return NULL;
+		if (rdma_get_cm_event(ch, &ev) == 0)
+			return ev;
+		if (errno != EAGAIN)
+			return NULL;
+	}
+}
+
+/* An event of type `type` on ch within ms, for id (NULL: any). Anything else fails the check
+ * and is returned too (the caller acks it); NULL on timeout. */
+static struct rdma_cm_event *expect_ev(struct rdma_event_channel *ch, int type, int ms,
+				       const char *what)
+{
+	struct rdma_cm_event *ev = get_event(ch, ms);
+
+	if (!ev) {
+		check(0, "%s: no %s within %d ms", what, ev_name(type), ms * scale);
+		return NULL;
+	}
+	check((int)ev->event == type, "%s: got %s (status %d), want %s", what, ev_name(ev->event),
+	      ev->status, ev_name(type));
+	return ev;
+}
+
+/* No event on ch for ms. */
+static bool expect_quiet(struct rdma_event_channel *ch, int ms, const char *what)
+{
+	struct rdma_cm_event *ev = get_event(ch, ms);
+
+	if (!ev)
+		return true;
+	check(0, "%s: unexpected %s (status %d)", what, ev_name(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	return false;
+}
+
+/* ---- one end of a connection ---- */
+
+struct end {
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_mr *mr;
+	char *buf;
+	int armed; /* events outstanding for ibv_ack_cq_events */
+};
+
+struct opts {
+	const char *listen_ip; /* bind address of the listener ("0.0.0.0", "::", ...) */
+	const char *dst_ip;
+	int backlog;
+	bool srq;		/* the server's QP takes its receives from an SRQ */
+	int recvs;		/* receives each side posts before connecting */
+	const void *req_pd;	/* private data of the request */
+	int req_pd_len;
+	const void *rep_pd;	/* of the accept */
+	int rep_pd_len;
+	int cli_rr, cli_id;	/* client's responder_resources (IRD), initiator_depth (ORD) */
+	int srv_rr, srv_id;
+};
+
+struct pair {
+	struct rdma_cm_id *listener;
+	struct end c, s;
+	int port;
+	/* what the CONNECT_REQUEST and ESTABLISHED events carried */
+	unsigned char req_pd[512], rep_pd[512];
+	int req_pd_len, rep_pd_len;
+	int req_rr, req_id, est_rr, est_id;
+};
+
+static int setup_end(struct end *e, struct rdma_cm_id *id, bool srq, int recvs)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1,
+			 .max_recv_sge = 1, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0,
+	};
+
+	e->id = id;
+	e->pd = ibv_alloc_pd(id->verbs);
+	e->cc = ibv_create_comp_channel(id->verbs);
+	if (!e->pd || !e->cc)
+		return -1;
+	e->cq = ibv_create_cq(id->verbs, 128, NULL, e->cc, 0);
+	if (!e->cq)
+		return -1;
+	if (srq) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 32, .max_sge = 1 } };
+
+		e->srq = ibv_create_srq(e->pd, &sa);
+		if (!e->srq)
+			return -1;
+		qa.srq = e->srq;
+		qa.cap.max_recv_wr = 0;
+		qa.cap.max_recv_sge = 0;
+	}
+	qa.send_cq = qa.recv_cq = e->cq;
+	if (rdma_create_qp(id, e->pd, &qa))
+		return -1;
+	e->buf = aligned_alloc(4096, BUF_SIZE);
+	memset(e->buf, 0, BUF_SIZE);
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!e->mr)
+		return -1;
+	for (int i = 0; i < recvs; i++) {
+		struct ibv_sge sge = { (uintptr_t)e->buf + (i % SLOTS) * MSG, MSG, e->mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 1000 + i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		int rc = srq ? ibv_post_srq_recv(e->srq, &wr, &bad) : ibv_post_recv(id->qp, &wr, &bad);
+
+		if (rc) {
+			errno = rc;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void free_end(struct end *e)
+{
+	if (e->id && e->id->qp)
+		rdma_destroy_qp(e->id);
+	if (e->mr)
+		ibv_dereg_mr(e->mr);
+	if (e->srq)
+		ibv_destroy_srq(e->srq);
+	if (e->cq) {
+		if (e->armed)
+			ibv_ack_cq_events(e->cq, e->armed);
+		ibv_destroy_cq(e->cq);
+	}
+	if (e->cc)
+		ibv_destroy_comp_channel(e->cc);
+	if (e->pd)
+		ibv_dealloc_pd(e->pd);
+	free(e->buf);
+	if (e->id)
+		rdma_destroy_id(e->id);
+	memset(e, 0, sizeof(*e));
+}
+
+static void free_pair(struct pair *p)
+{
+	free_end(&p->c);
+	free_end(&p->s);
+	if (p->listener)
+		rdma_destroy_id(p->listener);
+	p->listener = NULL;
+	/* Leftover events of destroyed ids. */
+	struct rdma_cm_event *ev;
+
+	while ((ev = get_event(ch_srv, 0)))
+		rdma_ack_cm_event(ev);
+	while ((ev = get_event(ch_cli, 0)))
+		rdma_ack_cm_event(ev);
+}
+
+static struct rdma_cm_id *listen_on(const char *ip, int port, int backlog, int *err)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_storage ss;
+
+	enter(ns_srv);
+	*err = 0;
+	if (rdma_create_id(ch_srv, &id, NULL, RDMA_PS_TCP)) {
+		*err = errno;
+		return NULL;
+	}
+	mkaddr(&ss, ip, port);
+	if (rdma_bind_addr(id, (struct sockaddr *)&ss) || rdma_listen(id, backlog)) {
+		*err = errno;
+		rdma_destroy_id(id);
+		return NULL;
+	}
+	return id;
+}
+
+/* Client id, address and route resolved; NULL (after a failed check) otherwise. */
+static struct rdma_cm_id *resolve(const char *dst, int port)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+
+	enter(ns_cli);
+	if (!check(!rdma_create_id(ch_cli, &id, NULL, RDMA_PS_TCP), "rdma_create_id: %m"))
+		return NULL;
+	mkaddr(&ss, dst, port);
+	if (!check(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, 2000 * scale),
+		   "rdma_resolve_addr %s: %m", dst))
+		goto err;
+	ev = expect_ev(ch_cli, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, "resolve_addr");
+	if (!ev || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
+		if (ev)
+			rdma_ack_cm_event(ev);
+		goto err;
+	}
+	rdma_ack_cm_event(ev);
+	if (!check(!rdma_resolve_route(id, 2000 * scale), "rdma_resolve_route: %m"))
+		goto err;
+	ev = expect_ev(ch_cli, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, "resolve_route");
+	if (!ev || ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED) {
+		if (ev)
+			rdma_ack_cm_event(ev);
+		goto err;
+	}
+	rdma_ack_cm_event(ev);
+	return id;
+err:
+	rdma_destroy_id(id);
+	return NULL;
+}
+
+static void conn_param(struct rdma_conn_param *cp, const void *pd, int len, int rr, int id)
+{
+	memset(cp, 0, sizeof(*cp));
+	cp->private_data = pd;
+	cp->private_data_len = len;
+	cp->responder_resources = rr;
+	cp->initiator_depth = id;
+	cp->retry_count = 7;
+	cp->rnr_retry_count = 7;
+}
+
+/* Client: resolve, QP, connect (no waiting). */
+static bool start_connect(struct pair *p, const struct opts *o)
+{
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id = resolve(o->dst_ip ? o->dst_ip : SRV4, p->port);
+
+	if (!id)
+		return false;
+	if (!check(!setup_end(&p->c, id, false, o->recvs), "client QP: %m")) {
+		if (!p->c.id)
+			rdma_destroy_id(id);
+		return false;
+	}
+	conn_param(&cp, o->req_pd, o->req_pd_len, o->cli_rr ?: 1, o->cli_id ?: 1);
+	return check(!rdma_connect(id, &cp), "rdma_connect: %m");
+}
+
+/* Server: take the CONNECT_REQUEST, set up its QP, accept. */
+static bool accept_one(struct pair *p, const struct opts *o)
+{
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev = expect_ev(ch_srv, RDMA_CM_EVENT_CONNECT_REQUEST, 10000,
+					     "server");
+
+	if (!ev)
+		return false;
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		rdma_ack_cm_event(ev);
+		return false;
+	}
+	p->req_pd_len = ev->param.conn.private_data_len;
+	if (p->req_pd_len > (int)sizeof(p->req_pd))
+		p->req_pd_len = sizeof(p->req_pd);
+	if (ev->param.conn.private_data)
+		memcpy(p->req_pd, ev->param.conn.private_data, p->req_pd_len);
+	p->req_rr = ev->param.conn.responder_resources;
+	p->req_id = ev->param.conn.initiator_depth;
+	struct rdma_cm_id *id = ev->id;
+
+	rdma_ack_cm_event(ev);
+	if (!check(!setup_end(&p->s, id, o->srq, o->recvs), "server QP: %m")) {
+		if (!p->s.id)
+			rdma_destroy_id(id);
+		return false;
+	}
+	conn_param(&cp, o->rep_pd, o->rep_pd_len, o->srv_rr ?: 1, o->srv_id ?: 1);
+	return check(!rdma_accept(id, &cp), "rdma_accept: %m");
+}
+
+static bool wait_established(struct pair *p)
+{
+	struct rdma_cm_event *ev = expect_ev(ch_cli, RDMA_CM_EVENT_ESTABLISHED, 10000, "client");
+	bool ok = ev && ev->event == RDMA_CM_EVENT_ESTABLISHED;
+
+	if (ev) {
+		p->rep_pd_len = ev->param.conn.private_data_len;
+		if (p->rep_pd_len > (int)sizeof(p->rep_pd))
+			p->rep_pd_len = sizeof(p->rep_pd);
+		if (ev->param.conn.private_data)
+			memcpy(p->rep_pd, ev->param.conn.private_data, p->rep_pd_len);
+		p->est_rr = ev->param.conn.responder_resources;
+		p->est_id = ev->param.conn.initiator_depth;
+		check(ev->status == 0, "client ESTABLISHED status %d", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	ev = expect_ev(ch_srv, RDMA_CM_EVENT_ESTABLISHED, 10000, "server");
+	if (ev) {
+		ok = ok && ev->event == RDMA_CM_EVENT_ESTABLISHED;
+		rdma_ack_cm_event(ev);
+	} else {
+		ok = false;
+	}
+	return ok;
+}
+
+/* A connected pair; false after failed checks (free_pair cleans up either way). */
+static bool open_pair(struct pair *p, const struct opts *o)
+{
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->port = port_next++;
+	p->listener = listen_on(o->listen_ip ? o->listen_ip : SRV4, p->port, o->backlog ?: 8,
+				&err);
+	if (!check(p->listener, "listen on %s port %d: %s", o->listen_ip ? o->listen_ip : SRV4,
+		   p->port, strerror(err)))
+		return false;
+	return start_connect(p, o) && accept_one(p, o) && wait_established(p);
+}
+
+/* Graceful: the client disconnects, both get DISCONNECTED. */
+static bool close_pair(struct pair *p)
+{
+	struct rdma_cm_event *ev;
+	bool ok = true;
+
+	if (!check(!rdma_disconnect(p->c.id), "rdma_disconnect: %m"))
+		return false;
+	ev = expect_ev(ch_cli, RDMA_CM_EVENT_DISCONNECTED, 10000, "client disconnect");
+	ok = ev && ev->event == RDMA_CM_EVENT_DISCONNECTED;
+	if (ev)
+		rdma_ack_cm_event(ev);
+	ev = expect_ev(ch_srv, RDMA_CM_EVENT_DISCONNECTED, 10000, "server disconnect");
+	ok = ok && ev && ev->event == RDMA_CM_EVENT_DISCONNECTED;
+	if (ev)
+		rdma_ack_cm_event(ev);
+	return ok;
+}
+
+/* ---- the data path ---- */
+
+static int post_send(struct end *e, uint64_t wr_id, int off, int len, int flags, bool nosge)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = nosge ? NULL : &sge,
+				  .num_sge = nosge ? 0 : 1, .opcode = IBV_WR_SEND,
+				  .send_flags = flags }, *bad;
+
+	return ibv_post_send(e->id->qp, &wr, &bad);
+}
+
+static int post_recv(struct end *e, uint64_t wr_id, int off, int len)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return e->srq ? ibv_post_srq_recv(e->srq, &wr, &bad) : ibv_post_recv(e->id->qp, &wr, &bad);
+}
+
+/* Poll up to n completions within ms into wc; returns how many. */
+static int poll_n(struct end *e, struct ibv_wc *wc, int n, int ms)
+{
+	int got = 0;
+	double end = now() + ms * scale / 1000.0;
+
+	while (got < n) {
+		int r = ibv_poll_cq(e->cq, n - got, wc + got);
+
+		if (r < 0)
+			return got;
+		got += r;
+		if (got < n) {
+			if (now() > end)
+				break;
+			usleep(1000);
+		}
+	}
+	return got;
+}
+
+static const char *st(int s)
+{
+	return ibv_wc_status_str(s);
+}
+
+/* Exactly one completion within ms, with these fields (byte_len < 0: any). */
+static bool expect_wc(struct end *e, const char *what, uint64_t wr_id, int status, int opcode,
+		      int byte_len, struct ibv_wc *out)
+{
+	struct ibv_wc wc;
+
+	if (!check(poll_n(e, &wc, 1, 5000) == 1, "%s: no completion", what))
+		return false;
+	if (out)
+		*out = wc;
+	diag("%s: wr_id %llu status %s opcode %d byte_len %u flags 0x%x", what,
+	     (unsigned long long)wc.wr_id, st(wc.status), wc.opcode, wc.byte_len, wc.wc_flags);
+	bool ok = check(wc.wr_id == wr_id, "%s: wr_id %llu, want %llu", what,
+			(unsigned long long)wc.wr_id, (unsigned long long)wr_id);
+
+	ok &= check(wc.status == (unsigned)status, "%s: status %s, want %s", what,
+		    st(wc.status), st(status));
+	if (wc.status == IBV_WC_SUCCESS) {
+		ok &= check(wc.opcode == (unsigned)opcode, "%s: opcode %d, want %d", what,
+			    wc.opcode, opcode);
+		if (byte_len >= 0)
+			ok &= check(wc.byte_len == (unsigned)byte_len, "%s: byte_len %u, want %d",
+				    what, wc.byte_len, byte_len);
+	}
+	return ok;
+}
+
+static bool expect_no_wc(struct end *e, const char *what, int ms)
+{
+	struct ibv_wc wc;
+
+	if (poll_n(e, &wc, 1, ms) == 0)
+		return true;
+	check(0, "%s: unexpected completion wr_id %llu status %s opcode %d", what,
+	      (unsigned long long)wc.wr_id, st(wc.status), wc.opcode);
+	return false;
+}
+
+/* Completion events on e's channel within ms: returns how many arrived (each acked later). */
+static int count_cq_events(struct end *e, int ms)
+{
+	struct pollfd pf = { .fd = e->cc->fd, .events = POLLIN };
+	int n = 0, fl = fcntl(e->cc->fd, F_GETFL);
+	double end = now() + ms * scale / 1000.0;
+
+	fcntl(e->cc->fd, F_SETFL, fl | O_NONBLOCK);
+	for (;;) {
+		struct ibv_cq *cq;
+		void *ctx;
+		int left = (int)((end - now()) * 1000);
+
+		if (left < 0)
+			left = 0;
+		if (poll(&pf, 1, left) <= 0)
+			break;
+		while (ibv_get_cq_event(e->cc, &cq, &ctx) == 0) {
+			n++;
+			e->armed++;
+		}
+	}
+	fcntl(e->cc->fd, F_SETFL, fl);
+	return n;
+}
+
+static void fill(char *p, int len, int seed)
+{
+	for (int i = 0; i < len; i++)
+		p[i] = (char)(seed * 31 + i * 7 + 1);
+}
+
+/* ---- subtests ---- */
+
+static void connect_and_close(const char *listen_ip, const char *dst)
+{
+	struct pair p;
+	struct opts o = { .listen_ip = listen_ip, .dst_ip = dst, .recvs = 1 };
+
+	if (open_pair(&p, &o)) {
+		/* One message each way proves the QPs reached RTS. */
+		fill(p.c.buf + 8192, 100, 1);
+		check(!post_send(&p.c, 1, 8192, 100, IBV_SEND_SIGNALED, false), "post_send");
+		expect_wc(&p.c, "client send", 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		expect_wc(&p.s, "server recv", 1000, IBV_WC_SUCCESS, IBV_WC_RECV, 100, NULL);
+		check(!memcmp(p.s.buf, p.c.buf + 8192, 100), "data differs");
+		fill(p.s.buf + 8192, 100, 2);
+		check(!post_send(&p.s, 2, 8192, 100, IBV_SEND_SIGNALED, false), "post_send");
+		expect_wc(&p.s, "server send", 2, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		expect_wc(&p.c, "client recv", 1000, IBV_WC_SUCCESS, IBV_WC_RECV, 100, NULL);
+		check(!memcmp(p.c.buf, p.s.buf + 8192, 100), "data differs");
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+#define WILDCARD_XFAIL "siw binds a wildcard listener in the caller's namespace to its netdev's " \
+		       "ifindex, which collides with the other namespace's veth of the same ifindex"
+
+static bool wildcard_listen(const char *any, int port)
+{
+	int err;
+	struct rdma_cm_id *l = listen_on(any, port, 8, &err);
+
+	/* The deviating side is any siw device: siw listens on its own devices too. */
+	const char *drv = !strcmp(drv_srv, "siw") ? drv_srv : drv_cli;
+
+	if (l) {
+		rdma_destroy_id(l);
+		return true;
+	}
+	check_x(0, drv, WILDCARD_XFAIL, "wildcard listen on %s port %d: %s", any, port,
+		strerror(err));
+	return false;
+}
+
+static void t_listen_v4_wildcard(void)
+{
+	if (wildcard_listen("0.0.0.0", port_next))
+		connect_and_close("0.0.0.0", SRV4);
+}
+
+static void t_listen_v4_specific(void)
+{
+	connect_and_close(SRV4, SRV4);
+}
+
+static void t_listen_v6_wildcard(void)
+{
+	if (wildcard_listen("::", port_next))
+		connect_and_close("::", SRV6);
+}
+
+static void t_listen_v6_specific(void)
+{
+	connect_and_close(SRV6, SRV6);
+}
+
+/* A TCP connect from the client namespace: 0, or the errno. */
+static int tcp_probe(const char *ip, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = mkaddr(&ss, ip, port);
+	int s, rc = 0;
+
+	enter(ns_cli);
+	s = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (connect(s, (struct sockaddr *)&ss, len))
+		rc = errno;
+	close(s);
+	return rc;
+}
+
+static void t_listen_destroy(void)
+{
+	int port = port_next++, err, rc;
+	struct rdma_cm_id *l = listen_on(SRV4, port, 8, &err);
+
+	if (!check(l, "listen: %s", strerror(err)))
+		return;
+	rdma_destroy_id(l);
+	rc = tcp_probe(SRV4, port);
+	check(rc == ECONNREFUSED, "TCP connect after destroy_listen: %s, want ECONNREFUSED",
+	      strerror(rc));
+	/* The same port listens again at once, and serves. */
+	port_next = port;
+	connect_and_close(SRV4, SRV4);
+}
+
+static void t_backlog(void)
+{
+	enum { N = 4 };
+	struct pair p[N];
+	struct opts o = { .recvs = 1, .backlog = 1 };
+	int err, port = port_next++;
+	struct rdma_cm_id *l = listen_on(SRV4, port, 1, &err);
+
+	memset(p, 0, sizeof(p));
+	if (!check(l, "listen backlog 1: %s", strerror(err)))
+		return;
+	/* N requests at once against a backlog of 1; the server takes them late. */
+	for (int i = 0; i < N; i++) {
+		p[i].port = port;
+		start_connect(&p[i], &o);
+	}
+	sleep(1);
+	int est = 0, req = 0;
+	double end = now() + 20.0 * scale;
+
+	while ((req < N || est < 2 * N) && now() < end) {
+		struct rdma_cm_event *ev;
+
+		while ((ev = get_event(ch_srv, 0))) {
+			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && req < N) {
+				struct rdma_cm_id *id = ev->id;
+				struct rdma_conn_param cp;
+
+				rdma_ack_cm_event(ev);
+				conn_param(&cp, NULL, 0, 1, 1);
+				if (check(!setup_end(&p[req].s, id, false, 1), "server QP: %m"))
+					check(!rdma_accept(id, &cp), "rdma_accept: %m");
+				req++;
+				continue;
+			}
+			if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+				est++;
+			else
+				check(0, "server: %s status %d", ev_name(ev->event), ev->status);
+			rdma_ack_cm_event(ev);
+		}
+		while ((ev = get_event(ch_cli, 0))) {
+			if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+				est++;
+			else
+				check(0, "client: %s status %d", ev_name(ev->event), ev->status);
+			rdma_ack_cm_event(ev);
+		}
+		usleep(10000);
+	}
+	diag("%d requests, %d of %d ESTABLISHED events", req, est, 2 * N);
+	check(req == N && est == 2 * N, "all %d connections established through a backlog of 1",
+	      N);
+	for (int i = 0; i < N; i++) {
+		free_end(&p[i].c);
+		free_end(&p[i].s);
+	}
+	rdma_destroy_id(l);
+	free_pair(&(struct pair){ 0 });
+}
+
+static void t_refused(void)
+{
+	struct pair p = { .port = port_next++ };
+	struct opts o = { .recvs = 1 };
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id = resolve(SRV4, p.port);
+
+	if (!id)
+		return;
+	if (check(!setup_end(&p.c, id, false, 1), "client QP: %m")) {
+		conn_param(&cp, NULL, 0, 1, 1);
+		int rc = rdma_connect(id, &cp) ? errno : 0;
+
+		diag("rdma_connect to a port without listener: %s", rc ? strerror(rc) : "ok");
+		if (rc == 0) {
+			struct rdma_cm_event *ev = expect_ev(ch_cli, RDMA_CM_EVENT_REJECTED, 10000,
+							     "client");
+			if (ev) {
+				check(ev->status == -ECONNREFUSED, "REJECTED status %d, want %d",
+				      ev->status, -ECONNREFUSED);
+				rdma_ack_cm_event(ev);
+			}
+		} else {
+			check(rc == ECONNREFUSED, "rdma_connect: %s, want ECONNREFUSED",
+			      strerror(rc));
+		}
+	} else if (!p.c.id) {
+		rdma_destroy_id(id);
+	}
+	(void)o;
+	free_pair(&p);
+}
+
+/* A plain TCP listener in the server namespace that never speaks MPA. */
+static int raw_listener(int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = mkaddr(&ss, SRV4, port);
+	int one = 1, s;
+
+	enter(ns_srv);
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s, (struct sockaddr *)&ss, len) || listen(s, 8)) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+static void t_timeout(void)
+{
+	struct pair p = { .port = port_next++ };
+	struct rdma_conn_param cp;
+	int ls = raw_listener(p.port);
+	const int bound = 30; /* seconds, scaled */
+
+	if (!check(ls >= 0, "raw listener: %m"))
+		return;
+	struct rdma_cm_id *id = resolve(SRV4, p.port);
+
+	if (id && check(!setup_end(&p.c, id, false, 1), "client QP: %m")) {
+		conn_param(&cp, "hello?", 6, 1, 1);
+		double t0 = now();
+
+		if (check(!rdma_connect(id, &cp), "rdma_connect: %m")) {
+			struct rdma_cm_event *ev = expect_ev(ch_cli, RDMA_CM_EVENT_UNREACHABLE,
+							     bound * 1000, "client");
+			if (ev) {
+				diag("%s status %d after %.1f s", ev_name(ev->event), ev->status,
+				     now() - t0);
+				check(ev->status == -ETIMEDOUT, "status %d, want %d", ev->status,
+				      -ETIMEDOUT);
+				rdma_ack_cm_event(ev);
+			}
+		}
+	} else if (id && !p.c.id) {
+		rdma_destroy_id(id);
+	}
+	close(ls);
+	free_pair(&p);
+}
+
+/* The peer answers the MPA request with a TCP reset. */
+static void t_reset_in_mpa(void)
+{
+	struct pair p = { .port = port_next++ };
+	struct rdma_conn_param cp;
+	int ls = raw_listener(p.port);
+
+	if (!check(ls >= 0, "raw listener: %m"))
+		return;
+	struct rdma_cm_id *id = resolve(SRV4, p.port);
+
+	if (id && check(!setup_end(&p.c, id, false, 1), "client QP: %m")) {
+		conn_param(&cp, NULL, 0, 1, 1);
+		if (check(!rdma_connect(id, &cp), "rdma_connect: %m")) {
+			struct pollfd pf = { .fd = ls, .events = POLLIN };
+			char req[64];
+
+			if (check(poll(&pf, 1, 10000 * scale) == 1, "no TCP connection")) {
+				int s = accept(ls, NULL, NULL);
+				struct linger lg = { 1, 0 };
+
+				pf.fd = s;
+				poll(&pf, 1, 5000 * scale);
+				int n = recv(s, req, sizeof(req), 0);
+
+				diag("peer got %d bytes of MPA request, resets", n);
+				setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+				close(s);
+			}
+			struct rdma_cm_event *ev = get_event(ch_cli, 10000);
+
+			if (check(ev, "client: no event after the reset")) {
+				diag("%s status %d", ev_name(ev->event), ev->status);
+				check(ev->event == RDMA_CM_EVENT_REJECTED ||
+				      ev->event == RDMA_CM_EVENT_CONNECT_ERROR,
+				      "%s, want REJECTED or CONNECT_ERROR", ev_name(ev->event));
+				check(ev->status == -ECONNRESET, "status %d, want %d", ev->status,
+				      -ECONNRESET);
+				rdma_ack_cm_event(ev);
+			}
+		}
+	} else if (id && !p.c.id) {
+		rdma_destroy_id(id);
+	}
+	close(ls);
+	free_pair(&p);
+}
+
+static void t_private_data(void)
+{
+	static const int sizes[] = { 1, 56, 196, 255 };
+
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		unsigned char req[512], rep[512];
+		int n = sizes[i];
+		struct pair p;
+
+		fill((char *)req, n, 3 + i);
+		fill((char *)rep, n, 5 + i);
+		struct opts o = { .recvs = 1, .req_pd = req, .req_pd_len = n, .rep_pd = rep,
+				  .rep_pd_len = n };
+
+		if (open_pair(&p, &o)) {
+			diag("%d bytes: request carried %d, reply %d", n, p.req_pd_len,
+			     p.rep_pd_len);
+			/* The CM may pad; what was sent must come first, intact. */
+			check(p.req_pd_len >= n && !memcmp(p.req_pd, req, n),
+			      "request private data of %d bytes: got %d bytes%s", n, p.req_pd_len,
+			      p.req_pd_len >= n ? ", different" : "");
+			check(p.rep_pd_len >= n && !memcmp(p.rep_pd, rep, n),
+			      "reply private data of %d bytes: got %d bytes%s", n, p.rep_pd_len,
+			      p.rep_pd_len >= n ? ", different" : "");
+			close_pair(&p);
+		}
+		free_pair(&p);
+	}
+}
+
+static void t_reject(void)
+{
+	static const char why[] = "no thanks: riw_cm reject";
+	struct pair p = { 0 };
+	struct opts o = { .recvs = 1, .req_pd = "knock", .req_pd_len = 5 };
+	int err;
+
+	p.port = port_next++;
+	p.listener = listen_on(SRV4, p.port, 8, &err);
+	if (!check(p.listener, "listen: %s", strerror(err)))
+		return;
+	if (start_connect(&p, &o)) {
+		struct rdma_cm_event *ev = expect_ev(ch_srv, RDMA_CM_EVENT_CONNECT_REQUEST, 10000,
+						     "server");
+		if (ev && ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct rdma_cm_id *id = ev->id;
+
+			rdma_ack_cm_event(ev);
+			check(!rdma_reject(id, why, sizeof(why)), "rdma_reject: %m");
+			rdma_destroy_id(id);
+			ev = expect_ev(ch_cli, RDMA_CM_EVENT_REJECTED, 10000, "client");
+			if (ev) {
+				int len = ev->param.conn.private_data_len;
+
+				diag("%s status %d, %d bytes of private data", ev_name(ev->event),
+				     ev->status, len);
+				check(ev->status == -ECONNREFUSED || ev->status == -ECONNRESET,
+				      "REJECTED status %d, want %d", ev->status, -ECONNREFUSED);
+				check(len >= (int)sizeof(why) && ev->param.conn.private_data &&
+				      !memcmp(ev->param.conn.private_data, why, sizeof(why)),
+				      "reject private data not delivered intact (%d bytes)", len);
+				rdma_ack_cm_event(ev);
+			}
+			expect_quiet(ch_srv, 500, "server after reject");
+		} else if (ev) {
+			rdma_ack_cm_event(ev);
+		}
+	}
+	free_pair(&p);
+	/* The listener still serves. */
+	connect_and_close(SRV4, SRV4);
+}
+
+static void t_ird_ord(void)
+{
+	struct pair p;
+	/* client: IRD 8 (responder_resources), ORD 4 (initiator_depth); server: IRD 2, ORD 8 */
+	struct opts o = { .recvs = 1, .cli_rr = 8, .cli_id = 4, .srv_rr = 2, .srv_id = 8 };
+
+	if (open_pair(&p, &o)) {
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+
+		diag("CONNECT_REQUEST: responder_resources %d initiator_depth %d", p.req_rr,
+		     p.req_id);
+		diag("client ESTABLISHED: responder_resources %d initiator_depth %d", p.est_rr,
+		     p.est_id);
+		/* The server sees the client's ORD as what it must answer, its IRD as depth. */
+		check(p.req_rr == 4, "request: responder_resources %d, want the client's ORD 4",
+		      p.req_rr);
+		check(p.req_id == 8, "request: initiator_depth %d, want the client's IRD 8",
+		      p.req_id);
+		ibv_query_qp(p.c.id->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC,
+			     &ia);
+		diag("client QP: ORD %d IRD %d", a.max_rd_atomic, a.max_dest_rd_atomic);
+		ibv_query_qp(p.s.id->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC,
+			     &ia);
+		diag("server QP: ORD %d IRD %d", a.max_rd_atomic, a.max_dest_rd_atomic);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+static void t_send_signaled(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 4 };
+
+	if (open_pair(&p, &o)) {
+		static const int lens[] = { 1, 100, MSG };
+
+		for (int i = 0; i < 3; i++) {
+			fill(p.c.buf + 8192 + i * MSG, lens[i], 10 + i);
+			check(!post_send(&p.c, 10 + i, 8192 + i * MSG, lens[i], IBV_SEND_SIGNALED,
+					 false), "post_send: %m");
+		}
+		for (int i = 0; i < 3; i++) {
+			struct ibv_wc wc;
+
+			expect_wc(&p.c, "send", 10 + i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+			if (expect_wc(&p.s, "recv", 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, lens[i],
+				      &wc)) {
+				check(!memcmp(p.s.buf + i * MSG, p.c.buf + 8192 + i * MSG, lens[i]),
+				      "message %d differs", i);
+				check(wc.qp_num == p.s.id->qp->qp_num, "recv qp_num %u", wc.qp_num);
+				check(!(wc.wc_flags & IBV_WC_WITH_IMM), "recv with IMM flag");
+			}
+		}
+		expect_no_wc(&p.c, "client", 100);
+		expect_no_wc(&p.s, "server", 100);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+static void t_send_unsignaled(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 4 };
+
+	if (open_pair(&p, &o)) {
+		for (int i = 0; i < 4; i++)
+			check(!post_send(&p.c, 20 + i, 8192, 64, i == 3 ? IBV_SEND_SIGNALED : 0,
+					 false), "post_send: %m");
+		for (int i = 0; i < 4; i++)
+			expect_wc(&p.s, "recv", 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 64, NULL);
+		/* Only the signalled one completes at the sender. */
+		expect_wc(&p.c, "send", 23, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		expect_no_wc(&p.c, "client", 200);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+static void t_send_inline(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 2 };
+
+	if (open_pair(&p, &o)) {
+		fill(p.c.buf + 8192, 64, 7);
+		memcpy(p.c.buf + 16384, p.c.buf + 8192, 64);
+		int rc = post_send(&p.c, 30, 8192, 64, IBV_SEND_SIGNALED | IBV_SEND_INLINE, false);
+
+		check(!rc, "post_send inline: %s", strerror(rc));
+		/* Inline data is copied at post time: changing the buffer afterwards is harmless. */
+		memset(p.c.buf + 8192, 0xee, 64);
+		expect_wc(&p.c, "send", 30, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		expect_wc(&p.s, "recv", 1000, IBV_WC_SUCCESS, IBV_WC_RECV, 64, NULL);
+		check(!memcmp(p.s.buf, p.c.buf + 16384, 64), "inline data differs");
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+static void t_send_zero(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 2 };
+
+	if (open_pair(&p, &o)) {
+		int rc = post_send(&p.c, 40, 0, 0, IBV_SEND_SIGNALED, true);
+
+		check(!rc, "post_send without SGE: %s", strerror(rc));
+		expect_wc(&p.c, "send", 40, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		expect_wc(&p.s, "recv", 1000, IBV_WC_SUCCESS, IBV_WC_RECV, 0, NULL);
+		/* A zero-byte SEND with a zero-length SGE as well. */
+		rc = post_send(&p.c, 41, 8192, 0, IBV_SEND_SIGNALED, false);
+		check(!rc, "post_send of 0 bytes: %s", strerror(rc));
+		expect_wc(&p.c, "send", 41, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		expect_wc(&p.s, "recv", 1001, IBV_WC_SUCCESS, IBV_WC_RECV, 0, NULL);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+static void t_send_solicited(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 4 };
+
+	if (open_pair(&p, &o)) {
+		struct ibv_wc wc[4];
+
+		check(!ibv_req_notify_cq(p.s.cq, 1), "req_notify solicited: %m");
+		check(!post_send(&p.c, 50, 8192, 32, IBV_SEND_SIGNALED, false), "post_send");
+		expect_wc(&p.c, "unsolicited send", 50, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		check(count_cq_events(&p.s, 500) == 0, "an unsolicited SEND raised a "
+		      "solicited-only event");
+		check(!post_send(&p.c, 51, 8192, 32, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED,
+				 false), "post_send");
+		expect_wc(&p.c, "solicited send", 51, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		int n = count_cq_events(&p.s, 2000);
+
+		check(n == 1, "%d events for a solicited SEND on a solicited-only arm, want 1", n);
+		n = poll_n(&p.s, wc, 4, 2000);
+		check(n == 2, "%d receive completions, want 2", n);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+static void t_cq_events_once(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 8 };
+
+	if (open_pair(&p, &o)) {
+		struct ibv_wc wc[8];
+		int n;
+
+		/* Armed with nothing pending: no event. */
+		check(!ibv_req_notify_cq(p.s.cq, 0), "req_notify: %m");
+		n = count_cq_events(&p.s, 300);
+		check(n == 0, "%d events with nothing completed", n);
+		/* Three completions on one arm: one event. */
+		for (int i = 0; i < 3; i++)
+			post_send(&p.c, 60 + i, 8192, 16, i == 2 ? IBV_SEND_SIGNALED : 0, false);
+		expect_wc(&p.c, "send", 62, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		n = count_cq_events(&p.s, 1000);
+		check(n == 1, "%d events for 3 completions on one arm, want 1", n);
+		check(poll_n(&p.s, wc, 3, 2000) == 3, "3 receive completions");
+		/* Not re-armed: more completions, no event. */
+		post_send(&p.c, 63, 8192, 16, IBV_SEND_SIGNALED, false);
+		expect_wc(&p.c, "send", 63, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		check(poll_n(&p.s, wc, 1, 2000) == 1, "receive completion");
+		n = count_cq_events(&p.s, 300);
+		check(n == 0, "%d events without an arm", n);
+		/* Re-armed: one more event, then quiet. */
+		check(!ibv_req_notify_cq(p.s.cq, 0), "req_notify: %m");
+		post_send(&p.c, 64, 8192, 16, IBV_SEND_SIGNALED, false);
+		expect_wc(&p.c, "send", 64, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		n = count_cq_events(&p.s, 1000);
+		check(n == 1, "%d events after re-arming, want 1", n);
+		check(poll_n(&p.s, wc, 1, 2000) == 1, "receive completion");
+		n = count_cq_events(&p.s, 300);
+		check(n == 0, "%d extra events", n);
+		/* The send side's own CQ: armed, one signalled send, one event. */
+		check(!ibv_req_notify_cq(p.c.cq, 0), "req_notify: %m");
+		post_send(&p.c, 65, 8192, 16, IBV_SEND_SIGNALED, false);
+		n = count_cq_events(&p.c, 1000);
+		check(n == 1, "%d send-side events, want 1", n);
+		expect_wc(&p.c, "send", 65, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+static void t_recv_srq(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 6, .srq = true };
+
+	if (open_pair(&p, &o)) {
+		struct ibv_wc wc;
+
+		for (int i = 0; i < 4; i++) {
+			fill(p.c.buf + 8192 + i * MSG, 200, 20 + i);
+			post_send(&p.c, 70 + i, 8192 + i * MSG, 200, IBV_SEND_SIGNALED, false);
+		}
+		for (int i = 0; i < 4; i++) {
+			expect_wc(&p.c, "send", 70 + i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+			if (expect_wc(&p.s, "srq recv", 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 200,
+				      &wc)) {
+				check(wc.qp_num == p.s.id->qp->qp_num, "qp_num %u, want %u",
+				      wc.qp_num, p.s.id->qp->qp_num);
+				check(!memcmp(p.s.buf + i * MSG, p.c.buf + 8192 + i * MSG, 200),
+				      "message %d differs", i);
+			}
+		}
+		close_pair(&p);
+		/* The SRQ's unused receives stay on the SRQ: no flush of SRQ receives. */
+		expect_no_wc(&p.s, "server after disconnect", 300);
+	}
+	free_pair(&p);
+}
+
+static void t_flush(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 4 };
+
+	if (open_pair(&p, &o)) {
+		struct ibv_wc wc[8];
+		struct rdma_cm_event *ev;
+
+		/* The client goes away; the server's posted receives flush. */
+		check(!rdma_disconnect(p.c.id), "rdma_disconnect: %m");
+		ev = expect_ev(ch_srv, RDMA_CM_EVENT_DISCONNECTED, 10000, "server");
+		if (ev)
+			rdma_ack_cm_event(ev);
+		ev = expect_ev(ch_cli, RDMA_CM_EVENT_DISCONNECTED, 10000, "client");
+		if (ev)
+			rdma_ack_cm_event(ev);
+		int n = poll_n(&p.s, wc, 4, 5000);
+
+		check(n == 4, "%d flushed receives, want 4", n);
+		for (int i = 0; i < n; i++)
+			check(wc[i].status == IBV_WC_WR_FLUSH_ERR && wc[i].wr_id == 1000u + i,
+			      "receive %d: wr_id %llu status %s, want WR_FLUSH_ERR", i,
+			      (unsigned long long)wc[i].wr_id, st(wc[i].status));
+		/* Work posted afterwards flushes too, on either queue. */
+		int rc = post_send(&p.s, 80, 8192, 16, IBV_SEND_SIGNALED, false);
+
+		if (check(!rc, "post_send after disconnect: %s", strerror(rc)))
+			expect_wc(&p.s, "send after disconnect", 80, IBV_WC_WR_FLUSH_ERR, 0, -1,
+				  NULL);
+		rc = post_recv(&p.s, 81, 0, 16);
+		if (check(!rc, "post_recv after disconnect: %s", strerror(rc)))
+			expect_wc(&p.s, "recv after disconnect", 81, IBV_WC_WR_FLUSH_ERR, 0, -1,
+				  NULL);
+		expect_no_wc(&p.s, "server", 200);
+	}
+	free_pair(&p);
+}
+
+static void t_recv_too_small(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 0 };
+
+	if (open_pair(&p, &o)) {
+		struct rdma_cm_event *ev;
+
+		post_recv(&p.s, 90, 0, 16);
+		post_recv(&p.s, 91, MSG, 16);
+		post_send(&p.c, 92, 8192, 100, IBV_SEND_SIGNALED, false);
+		/* The receiver's buffer is too short: a local length error there; the
+		 * connection is then torn down (RFC 5040 Terminate), the rest flushes. */
+		expect_wc(&p.s, "too-short recv", 90, IBV_WC_LOC_LEN_ERR, 0, -1, NULL);
+		expect_wc(&p.s, "next recv", 91, IBV_WC_WR_FLUSH_ERR, 0, -1, NULL);
+		struct ibv_wc wc;
+
+		if (check(poll_n(&p.c, &wc, 1, 5000) == 1, "sender: no completion"))
+			diag("sender: status %s", st(wc.status));
+		ev = get_event(ch_srv, 5000);
+		if (check(ev, "server: no DISCONNECTED")) {
+			check(ev->event == RDMA_CM_EVENT_DISCONNECTED, "server: %s",
+			      ev_name(ev->event));
+			rdma_ack_cm_event(ev);
+		}
+		ev = get_event(ch_cli, 5000);
+		if (check(ev, "client: no DISCONNECTED")) {
+			check(ev->event == RDMA_CM_EVENT_DISCONNECTED, "client: %s",
+			      ev_name(ev->event));
+			rdma_ack_cm_event(ev);
+		}
+	}
+	free_pair(&p);
+}
+
+static void t_abortive(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 2 };
+
+	if (open_pair(&p, &o)) {
+		struct ibv_wc wc[2];
+
+		/* The client destroys its QP and id without disconnecting. */
+		free_end(&p.c);
+		struct rdma_cm_event *ev = expect_ev(ch_srv, RDMA_CM_EVENT_DISCONNECTED, 10000,
+						     "server");
+		if (ev)
+			rdma_ack_cm_event(ev);
+		int n = poll_n(&p.s, wc, 2, 5000);
+
+		check(n == 2, "%d flushed receives, want 2", n);
+	}
+	free_pair(&p);
+}
+
+static void t_back_to_back(void)
+{
+	int n = 0, want = 100;
+	double t0 = now();
+
+	/* 100 connections one after the other, each listener torn down and rebuilt on the
+	 * same port: nothing of the last one may stand in the way of the next. */
+	for (int i = 0; i < want; i++) {
+		struct pair p;
+		struct opts o = { .recvs = 1 };
+		int before = n_fail;
+
+		port_next = 29000;
+		if (open_pair(&p, &o)) {
+			post_send(&p.c, i, 8192, 8, IBV_SEND_SIGNALED, false);
+			expect_wc(&p.c, "send", i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+			expect_wc(&p.s, "recv", 1000, IBV_WC_SUCCESS, IBV_WC_RECV, 8, NULL);
+			close_pair(&p);
+		}
+		free_pair(&p);
+		if (n_fail != before) {
+			diag("connection %d failed", i);
+			break;
+		}
+		n++;
+	}
+	diag("%d of %d connections in %.1f s", n, want, now() - t0);
+	port_next = 29001;
+}
+
+struct subtest {
+	const char *name, *desc;
+	void (*fn)(void);
+};
+
+static const struct subtest tests[] = {
+	{ "listen_v4_wildcard", "listen on 0.0.0.0, connect, a message each way, disconnect",
+	  t_listen_v4_wildcard },
+	{ "listen_v4_specific", "listen on 192.0.2.2, connect, a message each way, disconnect",
+	  t_listen_v4_specific },
+	{ "listen_v6_wildcard", "listen on ::, connect over IPv6, disconnect",
+	  t_listen_v6_wildcard },
+	{ "listen_v6_specific", "listen on 2001:db8::2, connect over IPv6, disconnect",
+	  t_listen_v6_specific },
+	{ "listen_destroy", "destroy_listen closes the port; the port listens again at once",
+	  t_listen_destroy },
+	{ "backlog", "4 simultaneous requests through a backlog of 1 all connect",
+	  t_backlog },
+	{ "refused", "connect to a port without listener: ECONNREFUSED", t_refused },
+	{ "timeout", "a peer that never answers the MPA request: UNREACHABLE, -ETIMEDOUT",
+	  t_timeout },
+	{ "reset_in_mpa", "a peer that resets instead of an MPA reply: -ECONNRESET",
+	  t_reset_in_mpa },
+	{ "private_data", "private data of 1 to 255 bytes delivered intact both ways",
+	  t_private_data },
+	{ "reject", "reject with private data: REJECTED and the data; the listener serves on",
+	  t_reject },
+	{ "ird_ord", "IRD/ORD of the request reach the listener, crossed", t_ird_ord },
+	{ "send_signaled", "signalled SENDs: SEND and RECV completions, byte_len, data",
+	  t_send_signaled },
+	{ "send_unsignaled", "unsignalled SENDs complete at the receiver only",
+	  t_send_unsignaled },
+	{ "send_inline", "inline SEND: data copied at post time", t_send_inline },
+	{ "send_zero", "zero-byte SEND with no SGE and with an empty SGE", t_send_zero },
+	{ "send_solicited", "solicited-only arm: no event for an unsolicited SEND, one for a "
+	  "solicited one", t_send_solicited },
+	{ "cq_events_once", "one completion event per arm, none without", t_cq_events_once },
+	{ "recv_srq", "RECV from an SRQ: order, qp_num, data", t_recv_srq },
+	{ "flush", "after a disconnect: posted and new work requests flush with WR_FLUSH_ERR",
+	  t_flush },
+	{ "recv_too_small", "a SEND longer than the receive buffer: LOC_LEN_ERR, then the "
+	  "connection ends", t_recv_too_small },
+	{ "abortive", "a client destroyed without disconnect: the server gets DISCONNECTED "
+	  "and flushes", t_abortive },
+	{ "back_to_back", "100 connections one after the other on one port",
+	  t_back_to_back },
+};
+
+#define N_TESTS (sizeof(tests) / sizeof(tests[0]))
+
+static int open_ns(const char *name)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		perror(path);
+		exit(2);
+	}
+	return fd;
+}
+
+static int run(int argc, char **argv)
+{
+	ns_srv = open_ns(argv[0]);
+	ns_cli = open_ns(argv[1]);
+	drv_srv = argv[2];
+	drv_cli = argv[3];
+	ch_srv = rdma_create_event_channel();
+	ch_cli = rdma_create_event_channel();
+	if (!ch_srv || !ch_cli) {
+		perror("rdma_create_event_channel");
+		return 2;
+	}
+	for (unsigned i = 0; i < N_TESTS; i++) {
+		bool pick = argc <= 4;
+
+		for (int a = 4; a < argc; a++)
+			pick |= !strcmp(argv[a], tests[i].name);
+		if (!pick)
+			continue;
+		n_fail = n_xfail = 0;
+		xfail_why[0] = 0;
+		diag("--- %s", tests[i].name);
+		double t0 = now();
+
+		tests[i].fn();
+		diag("(%.1f s)", now() - t0);
+		if (n_fail)
+			printf("RESULT fail %s\n", tests[i].name);
+		else if (n_xfail)
+			printf("RESULT xfail %s %s\n", tests[i].name, xfail_why);
+		else
+			printf("RESULT pass %s\n", tests[i].name);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* ---- standalone server and clients for the shell's tests ---- */
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+#define MAX_CONNS 64
+
+static int serve(const char *ip, int port)
+{
+	struct end conns[MAX_CONNS];
+	struct rdma_cm_id *l;
+	int err;
+
+	memset(conns, 0, sizeof(conns));
+	signal(SIGTERM, on_term);
+	ch_srv = rdma_create_event_channel();
+	l = listen_on(ip, port, 64, &err);
+	if (!l) {
+		fprintf(stderr, "serve: listen on %s port %d: %s\n", ip, port, strerror(err));
+		return 1;
+	}
+	diag("serve: listening on %s port %d", ip, port);
+	while (!stop) {
+		struct rdma_cm_event *ev = get_event(ch_srv, 20);
+
+		if (ev) {
+			struct rdma_cm_id *id = ev->id;
+			int i;
+
+			diag("serve: %s status %d private data %d bytes", ev_name(ev->event),
+			     ev->status, ev->param.conn.private_data_len);
+			switch (ev->event) {
+			case RDMA_CM_EVENT_CONNECT_REQUEST:
+				rdma_ack_cm_event(ev);
+				for (i = 0; i < MAX_CONNS && conns[i].id; i++)
+					;
+				struct rdma_conn_param cp;
+
+				conn_param(&cp, "pong", 4, 1, 1);
+				if (i == MAX_CONNS || setup_end(&conns[i], id, false, 4) ||
+				    rdma_accept(id, &cp)) {
+					diag("serve: cannot accept: %m");
+					if (i < MAX_CONNS && conns[i].id)
+						free_end(&conns[i]);
+					else
+						rdma_reject(id, NULL, 0), rdma_destroy_id(id);
+				}
+				break;
+			case RDMA_CM_EVENT_DISCONNECTED:
+			case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			case RDMA_CM_EVENT_CONNECT_ERROR:
+			case RDMA_CM_EVENT_UNREACHABLE:
+			case RDMA_CM_EVENT_REJECTED:
+				rdma_ack_cm_event(ev);
+				if (id == l) {
+					diag("serve: the listener went away");
+					stop = 1;
+					break;
+				}
+				for (i = 0; i < MAX_CONNS; i++)
+					if (conns[i].id == id)
+						free_end(&conns[i]);
+				break;
+			default:
+				rdma_ack_cm_event(ev);
+			}
+		}
+		/* Answer "ping" with "pong". */
+		for (int i = 0; i < MAX_CONNS; i++) {
+			struct ibv_wc wc;
+
+			if (!conns[i].id || !conns[i].cq)
+				continue;
+			while (ibv_poll_cq(conns[i].cq, 1, &wc) == 1) {
+				if (wc.status != IBV_WC_SUCCESS) {
+					diag("serve: wc %s", st(wc.status));
+					continue;
+				}
+				if (wc.opcode != IBV_WC_RECV)
+					continue;
+				int off = (wc.wr_id - 1000) % SLOTS * MSG;
+
+				memcpy(conns[i].buf + 8192, conns[i].buf + off, wc.byte_len);
+				if (wc.byte_len >= 4)
+					memcpy(conns[i].buf + 8192, "pong", 4);
+				post_recv(&conns[i], wc.wr_id, off, MSG);
+				post_send(&conns[i], 1, 8192, wc.byte_len, IBV_SEND_SIGNALED, false);
+			}
+		}
+	}
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].id)
+			free_end(&conns[i]);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch_srv);
+	diag("serve: done");
+	return 0;
+}
+
+static int ping_once(const char *ip, int port)
+{
+	struct pair p = { .port = port };
+	struct opts o = { .dst_ip = ip, .recvs = 1, .req_pd = "ping", .req_pd_len = 4 };
+
+	if (!start_connect(&p, &o))
+		goto out;
+	struct rdma_cm_event *ev = expect_ev(ch_cli, RDMA_CM_EVENT_ESTABLISHED, 10000, "ping");
+
+	if (!ev)
+		goto out;
+	bool ok = ev->event == RDMA_CM_EVENT_ESTABLISHED;
+
+	rdma_ack_cm_event(ev);
+	if (!ok)
+		goto out;
+	memcpy(p.c.buf + 8192, "ping riw_cm", 11);
+	post_send(&p.c, 1, 8192, 11, IBV_SEND_SIGNALED, false);
+	expect_wc(&p.c, "ping send", 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+	expect_wc(&p.c, "pong recv", 1000, IBV_WC_SUCCESS, IBV_WC_RECV, 11, NULL);
+	check(!memcmp(p.c.buf, "pong riw_cm", 11), "the answer is not pong");
+	if (check(!rdma_disconnect(p.c.id), "rdma_disconnect: %m")) {
+		ev = expect_ev(ch_cli, RDMA_CM_EVENT_DISCONNECTED, 10000, "ping");
+		if (ev)
+			rdma_ack_cm_event(ev);
+	}
+out:
+	free_end(&p.c);
+	return n_fail ? 1 : 0;
+}
+
+static int ping(const char *ip, int port, int n)
+{
+	ch_cli = rdma_create_event_channel();
+	for (int i = 0; i < n; i++)
+		if (ping_once(ip, port)) {
+			diag("ping: connection %d of %d failed", i + 1, n);
+			return 1;
+		}
+	diag("ping: %d connections", n);
+	return 0;
+}
+
+static int hold(const char *ip, int port)
+{
+	struct pair p = { .port = port };
+	struct opts o = { .dst_ip = ip, .recvs = 4 };
+
+	ch_cli = rdma_create_event_channel();
+	if (!start_connect(&p, &o))
+		return 1;
+	for (;;) {
+		struct rdma_cm_event *ev = get_event(ch_cli, 3600 * 1000);
+
+		if (!ev)
+			continue;
+		int e = ev->event;
+
+		diag("%s status %d", ev_name(e), ev->status);
+		rdma_ack_cm_event(ev);
+		if (e == RDMA_CM_EVENT_ESTABLISHED)
+			continue;
+		free_end(&p.c);
+		rdma_destroy_event_channel(ch_cli);
+		return e == RDMA_CM_EVENT_DISCONNECTED || e == RDMA_CM_EVENT_DEVICE_REMOVAL ? 0 : 1;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *s = getenv("RIW_TIMEOUT_SCALE");
+
+	if (s && atoi(s) > 0)
+		scale = atoi(s);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 2 && !strcmp(argv[1], "list")) {
+		for (unsigned i = 0; i < N_TESTS; i++)
+			printf("%s %s\n", tests[i].name, tests[i].desc);
+		return 0;
+	}
+	if (argc >= 6 && !strcmp(argv[1], "run"))
+		return run(argc - 2, argv + 2);
+	if (argc == 4 && !strcmp(argv[1], "serve"))
+		return serve(argv[2], atoi(argv[3]));
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "ping"))
+		return ping(argv[2], atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 1);
+	if (argc == 4 && !strcmp(argv[1], "hold"))
+		return hold(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: cm list | run NS_SRV NS_CLI SRV_DRIVER CLI_DRIVER [NAME...] | "
+		"serve ADDR PORT | ping ADDR PORT [N] | hold ADDR PORT\n");
+	return 2;
+}

@@ -1,0 +1,499 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The hostile-peer part of riw_cm.sh: raw TCP clients against an rdma_cm listener.
+
+  hostile.py list                        the subtest names and descriptions, one a line
+  hostile.py run CM NS_SRV SRV_DRIVER PORT [NAME...]
+                                         run the subtests (all without NAME), from the
+                                         client's network namespace; CM is the built cm.c,
+                                         whose `cm serve` listens on 192.0.2.2 PORT in NS_SRV
+
+Every case connects a plain TCP socket to the listener and misbehaves. What each must see:
+  - the listener refuses or ends the connection (an MPA reject, a Terminate or a bare close
+    are all fine) within a bound, and the misbehaving request never reaches the application
+    as a CONNECT_REQUEST;
+  - no connection socket of the listener's port stays behind (TIME-WAIT aside);
+  - the kernel log gains a line naming the driver and the peer (192.0.2.1), and a flood of
+    such peers is rate-limited;
+  - a normal client (`cm ping`) connects afterwards, and during the silent peer's wait.
+The MPA frames follow RFC 5044 and RFC 6581 (enhanced connection establishment); FPDUs carry
+an untagged RDMA SEND (RFC 5040/5041) with the CRC32c trailer, least significant byte first.
+
+`run` prints one line "RESULT pass|fail|xfail|skip NAME [reason]" per subtest; any other line
+is diagnostics. SRV_DRIVER only selects the expected failures: where siw deviates from what riw
+must do, the check still runs and reports "xfail" on siw (with the reason).
+Time bounds are multiplied by RIW_TIMEOUT_SCALE.
+"""
+
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+import traceback
+
+SRV = '192.0.2.2'
+CLI = '192.0.2.1'
+KEY_REQ = b'MPA ID Req Frame'
+KEY_REP = b'MPA ID Rep Frame'
+F_MARKERS, F_CRC, F_REJECT, F_ENHANCED = 0x80, 0x40, 0x20, 0x10
+SCALE = int(os.environ.get('RIW_TIMEOUT_SCALE', '1') or 1)
+# How long a listener may take to drop a peer that sends nothing (seconds, scaled). siw
+# takes about 5 s (its MPA request timer).
+SILENCE_BOUND = 30
+# How long a listener may take to end a connection after a protocol violation.
+REFUSE_BOUND = 10
+
+XFAIL_LOG = 'siw logs nothing about a refused peer (siw_dbg only)'
+XFAIL_CRC_PARAM = "siw's mpa_crc_required is a compile-time constant, not a module parameter"
+
+
+class Failed(Exception):
+    pass
+
+
+class Skipped(Exception):
+    pass
+
+
+class Env:
+    def __init__(self, cm, ns_srv, driver, port):
+        self.cm, self.ns_srv, self.driver, self.port = cm, ns_srv, driver, port
+        self.failures, self.xfails = [], []
+        self.serve = None
+        self.serve_log = f'/tmp/riw-cm-serve.{os.getpid()}.log'
+
+    def check(self, cond, msg, xfail_siw=None):
+        if cond:
+            return True
+        if xfail_siw and self.driver == 'siw':
+            print(f'XFAIL: {msg} ({xfail_siw})')
+            self.xfails.append(xfail_siw)
+        else:
+            print(f'FAIL: {msg}')
+            self.failures.append(msg)
+        return False
+
+    # ---- the listener ----
+
+    def start_serve(self):
+        self.stop_serve()
+        out = open(self.serve_log, 'w')
+        self.serve = subprocess.Popen(['ip', 'netns', 'exec', self.ns_srv, self.cm, 'serve',
+                                       SRV, str(self.port)], stdout=out, stderr=out)
+        end = time.time() + 10 * SCALE
+        while time.time() < end:
+            if 'listening' in self.serve_text():
+                return
+            if self.serve.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise Failed(f'cm serve did not start: {self.serve_text()}')
+
+    def stop_serve(self):
+        if self.serve and self.serve.poll() is None:
+            self.serve.terminate()
+            try:
+                self.serve.wait(10 * SCALE)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
+                self.serve.wait()
+        self.serve = None
+
+    def serve_text(self):
+        try:
+            with open(self.serve_log) as f:
+                return f.read()
+        except OSError:
+            return ''
+
+    def requests(self):
+        return self.serve_text().count('CONNECT_REQUEST')
+
+    # ---- checks shared by the cases ----
+
+    def ping(self, what, n=1):
+        """A normal client connects, exchanges a message and disconnects."""
+        r = subprocess.run([self.cm, 'ping', SRV, str(self.port), str(n)], capture_output=True,
+                           text=True, timeout=60 * SCALE)
+        for line in (r.stdout + r.stderr).splitlines():
+            print(f'  ping: {line}')
+        return self.check(r.returncode == 0, f'a normal client cannot connect {what}')
+
+    def leftovers(self, local_port=None):
+        """Connection sockets of the listener's port (listeners and TIME-WAIT aside)."""
+        out = subprocess.run(['ip', 'netns', 'exec', self.ns_srv, 'ss', '-Htan',
+                              f'( sport = :{self.port} )'], capture_output=True,
+                             text=True).stdout
+        lines = [ln for ln in out.splitlines()
+                 if not ln.startswith(('LISTEN', 'TIME-WAIT'))]
+        if local_port is not None:
+            lines = [ln for ln in lines if f'{CLI}:{local_port}' in ln]
+        return lines
+
+    def no_leftovers(self, what, local_port=None):
+        end = time.time() + 10 * SCALE
+        while True:
+            left = self.leftovers(local_port)
+            if not left or time.time() > end:
+                break
+            time.sleep(0.2)
+        for ln in left:
+            print(f'  left: {ln}')
+        return self.check(not left, f'{what}: {len(left)} connection sockets stay')
+
+
+def kmsg_lines():
+    return subprocess.run(['dmesg'], capture_output=True, text=True).stdout.splitlines()
+
+
+def peer_lines(lines, driver, local_port=None):
+    """Kernel log lines about the peer: the driver's name and the peer's address."""
+    pat = re.escape(CLI) + (f':{local_port}\\b' if local_port else '')
+    return [ln for ln in lines if driver in ln and re.search(pat, ln)]
+
+
+def expect_log(env, before, what, local_port):
+    new = kmsg_lines()[len(before):]
+    hits = peer_lines(new, env.driver, local_port)
+    for ln in hits:
+        print(f'  log: {ln}')
+    env.check(hits, f'{what}: no kernel log line naming {env.driver} and {CLI}:{local_port}',
+              XFAIL_LOG)
+
+
+def connect():
+    s = socket.create_connection((SRV, ENV.port), timeout=10 * SCALE)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def wait_closed(s, secs):
+    """Read until the peer closes or resets: (closed, seconds, bytes read)."""
+    t0 = time.time()
+    got = b''
+    s.settimeout(0.5)
+    while time.time() - t0 < secs:
+        try:
+            d = s.recv(4096)
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True, time.time() - t0, got
+        if not d:
+            return True, time.time() - t0, got
+        got += d
+    return False, time.time() - t0, got
+
+
+def mpa_request(key=KEY_REQ, flags=0, rev=2, pd=b'', enhanced=True, ird=1, ord_=1, crc=False,
+                pd_len=None):
+    if rev == 2 and enhanced:
+        flags |= F_ENHANCED
+        pd = struct.pack('>HH', ird, ord_) + pd
+    if crc:
+        flags |= F_CRC
+    return key + bytes([flags, rev]) + struct.pack('>H', len(pd) if pd_len is None
+                                                   else pd_len) + pd
+
+
+def _crc_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+CRC_TABLE = _crc_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def fpdu_send(payload, msn, crc=True, bad=False):
+    """An FPDU carrying an untagged RDMA SEND (last segment, queue 0, MSN, MO 0)."""
+    ulpdu = bytes([0x41, 0x43]) + bytes(4) + struct.pack('>III', 0, msn, 0) + payload
+    frame = struct.pack('>H', len(ulpdu)) + ulpdu
+    frame += bytes(-len(frame) % 4)
+    c = crc32c(frame) if crc else 0
+    if bad:
+        c ^= 0x5A5A5A5A
+    return frame + struct.pack('<I', c)
+
+
+def recv_exact(s, n, secs):
+    s.settimeout(secs)
+    buf = b''
+    while len(buf) < n:
+        d = s.recv(n - len(buf))
+        if not d:
+            raise Failed(f'connection closed after {len(buf)} of {n} bytes')
+        buf += d
+    return buf
+
+
+def read_reply(s):
+    hdr = recv_exact(s, 20, 10 * SCALE)
+    pd_len = struct.unpack('>H', hdr[18:20])[0]
+    pd = recv_exact(s, pd_len, 10 * SCALE) if pd_len else b''
+    return hdr, pd
+
+
+def read_fpdu(s, crc):
+    ln = struct.unpack('>H', recv_exact(s, 2, 10 * SCALE))[0]
+    rest = recv_exact(s, ln + (-(ln + 2) % 4) + 4, 10 * SCALE)
+    frame = struct.pack('>H', ln) + rest[:-4]
+    got = struct.unpack('<I', rest[-4:])[0]
+    return rest[:ln], (not crc) or got == crc32c(frame)
+
+
+# ---- subtests ----
+
+def refused_case(env, what, payload, close_after=False):
+    """Send payload; the listener must end the connection without telling the application."""
+    reqs = env.requests()
+    before = kmsg_lines()
+    s = connect()
+    lport = s.getsockname()[1]
+    s.sendall(payload)
+    if close_after:
+        s.close()
+    else:
+        closed, secs, got = wait_closed(s, REFUSE_BOUND * SCALE)
+        print(f'{what}: closed {closed} after {secs:.1f} s, {len(got)} bytes back'
+              f'{" (MPA reject)" if got[:16] == KEY_REP and len(got) > 16 and got[16] & F_REJECT else ""}')
+        env.check(closed, f'{what}: the connection is still open after {secs:.0f} s')
+        s.close()
+    env.no_leftovers(what, lport)
+    env.check(env.requests() == reqs, f'{what}: reached the application as a CONNECT_REQUEST')
+    if not close_after:
+        expect_log(env, before, what, lport)
+    env.ping(f'after the {what}')
+
+
+def t_garbage(env):
+    """64 bytes that are no MPA request: refused, logged, the listener serves on"""
+    refused_case(env, 'garbage request', bytes((i * 37 + 11) & 0xFF for i in range(64)))
+
+
+def t_truncated(env):
+    """10 bytes of an MPA request, then close: nothing stays, the listener serves on"""
+    refused_case(env, 'truncated request', mpa_request()[:10], close_after=True)
+
+
+def t_truncated_hold(env):
+    """10 bytes of an MPA request, then silence: dropped within the bound, logged"""
+    silence_case(env, 'truncated request then silence', mpa_request()[:10])
+
+
+def t_wrong_key(env):
+    """an MPA request with the reply's key: refused, logged, the listener serves on"""
+    refused_case(env, 'wrong key', mpa_request(key=KEY_REP))
+
+
+def t_bad_revision(env):
+    """an MPA request of revision 3: refused, logged, the listener serves on"""
+    refused_case(env, 'revision 3', mpa_request(rev=3, enhanced=False))
+
+
+def t_pd_too_long(env):
+    """PD_Length 513, beyond MPA's 512: refused, logged, the listener serves on"""
+    refused_case(env, 'private data length 513',
+                 mpa_request(enhanced=False, pd=bytes(513)))
+
+
+def t_pd_huge(env):
+    """PD_Length 65535 with 600 bytes following: refused, logged, the listener serves on"""
+    refused_case(env, 'private data length 65535',
+                 mpa_request(enhanced=False, pd=bytes(600), pd_len=0xFFFF))
+
+
+def t_markers(env):
+    """an MPA request that asks for markers: refused, logged, the listener serves on"""
+    refused_case(env, 'markers requested', mpa_request(flags=F_MARKERS))
+
+
+def silence_case(env, what, payload):
+    reqs = env.requests()
+    before = kmsg_lines()
+    s = connect()
+    lport = s.getsockname()[1]
+    if payload:
+        s.sendall(payload)
+    t0 = time.time()
+    # The listener serves others while this peer waits.
+    env.ping(f'while a peer is silent ({what})')
+    closed, _, got = wait_closed(s, SILENCE_BOUND * SCALE - (time.time() - t0))
+    secs = time.time() - t0
+    print(f'{what}: closed {closed} after {secs:.1f} s, {len(got)} bytes back')
+    env.check(closed, f'{what}: still open after {secs:.0f} s (bound {SILENCE_BOUND * SCALE} s)')
+    s.close()
+    env.no_leftovers(what, lport)
+    env.check(env.requests() == reqs, f'{what}: reached the application as a CONNECT_REQUEST')
+    expect_log(env, before, what, lport)
+    env.ping(f'after the {what}')
+
+
+def t_silence(env):
+    """a peer that connects and sends nothing: dropped within the bound, logged"""
+    silence_case(env, 'silent peer', b'')
+
+
+def crc_session(env, request_crc, want_crc_reply=True):
+    """MPA v2 with a request that asks for CRC (or not), then a good SEND (answered by cm
+    serve with a pong), then one with a bad CRC: the listener must terminate."""
+    s = connect()
+    lport = s.getsockname()[1]
+    s.sendall(mpa_request(pd=b'crc please', crc=request_crc))
+    hdr, pd = read_reply(s)
+    flags, rev = hdr[16], hdr[17]
+    print(f'reply: key {hdr[:16]!r} flags 0x{flags:02x} rev {rev} private data {pd!r}')
+    env.check(hdr[:16] == KEY_REP, 'reply key')
+    if not env.check(not flags & F_REJECT, 'the listener rejected the request'):
+        return s, lport
+    env.check(rev == 2, f'reply revision {rev}, want 2')
+    crc = bool(flags & F_CRC)
+    if want_crc_reply:
+        env.check(crc, 'the reply does not confirm CRC')
+    if flags & F_ENHANCED:
+        ird, ord_ = struct.unpack('>HH', pd[:4])
+        print(f'reply IRD 0x{ird:04x} ORD 0x{ord_:04x}')
+        env.check(pd[4:].startswith(b'pong'), f'reply private data {pd[4:]!r}')
+    s.sendall(fpdu_send(b'ping over MPA with CRC', 1, crc=crc))
+    ulpdu, ok = read_fpdu(s, crc)
+    print(f'answer: {len(ulpdu)} bytes, CRC ok {ok}, control 0x{ulpdu[0]:02x}{ulpdu[1]:02x}')
+    env.check(ok, 'the answer\'s CRC is wrong')
+    env.check(ulpdu[1] & 0x0F == 0x3 and ulpdu[18:22] == b'pong',
+              f'the answer is no SEND of pong: {ulpdu[:24].hex()}')
+    return s, lport, crc
+
+
+def t_bad_crc(env):
+    """MPA v2 asking for CRC: the reply confirms it, a good FPDU is answered, one with a bad
+    CRC ends the connection, logged; the listener serves on"""
+    before = kmsg_lines()
+    r = crc_session(env, True)
+    if len(r) == 2:
+        r[0].close()
+        return
+    s, lport, crc = r
+    disc = env.serve_text().count('DISCONNECTED')
+    s.sendall(fpdu_send(b'this one is corrupt', 2, crc=True, bad=True))
+    closed, secs, got = wait_closed(s, REFUSE_BOUND * SCALE)
+    print(f'bad CRC: closed {closed} after {secs:.1f} s, {len(got)} bytes back')
+    env.check(closed, 'the connection is still open after an FPDU with a bad CRC')
+    s.close()
+    end = time.time() + 10 * SCALE
+    while env.serve_text().count('DISCONNECTED') == disc and time.time() < end:
+        time.sleep(0.2)
+    env.check(env.serve_text().count('DISCONNECTED') > disc,
+              'the application got no DISCONNECTED')
+    env.no_leftovers('bad CRC', lport)
+    expect_log(env, before, 'bad CRC', lport)
+    env.ping('after the bad CRC')
+
+
+def t_crc_required(env):
+    """with riw's mpa_crc_required=1, a request without CRC gets a reply that demands it,
+    and CRC is used"""
+    if env.driver == 'siw':
+        raise Skipped(XFAIL_CRC_PARAM)
+    param = '/sys/module/riw/parameters/mpa_crc_required'
+    if not env.check(os.path.exists(param), f'no {param}'):
+        return
+    with open(param) as f:
+        old = f.read().strip()
+    try:
+        with open(param, 'w') as f:
+            f.write('1')
+        r = crc_session(env, False)
+        r[0].close()
+    finally:
+        with open(param, 'w') as f:
+            f.write(old)
+
+
+def t_flood(env):
+    """50 garbage requests in a row: the log lines about them are rate-limited"""
+    before = kmsg_lines()
+    for i in range(50):
+        try:
+            s = connect()
+            s.sendall(b'GET / HTTP/1.0\r\n\r\n' + bytes(16))
+            s.close()
+        except OSError as ex:
+            print(f'flood {i}: {ex}')
+    time.sleep(1)
+    env.no_leftovers('flood')
+    hits = peer_lines(kmsg_lines()[len(before):], env.driver)
+    print(f'{len(hits)} log lines about 50 refused peers')
+    if env.check(hits, f'no kernel log line about 50 refused peers', XFAIL_LOG):
+        env.check(len(hits) <= 20, f'{len(hits)} log lines for 50 refused peers: not '
+                  'rate-limited')
+    env.ping('after the flood')
+
+
+TESTS = [t_garbage, t_truncated, t_truncated_hold, t_wrong_key, t_bad_revision, t_pd_too_long,
+         t_pd_huge, t_markers, t_silence, t_bad_crc, t_crc_required, t_flood]
+
+
+def name(t):
+    return t.__name__[2:]
+
+
+def run(cm, ns_srv, driver, port, names):
+    global ENV
+    env = ENV = Env(cm, ns_srv, driver, int(port))
+    try:
+        env.start_serve()
+        for t in TESTS:
+            if names and name(t) not in names:
+                continue
+            env.failures, env.xfails = [], []
+            print(f'--- {name(t)}', flush=True)
+            t0 = time.time()
+            why = ''
+            try:
+                if env.serve.poll() is not None:
+                    print(env.serve_text())
+                    env.start_serve()
+                t(env)
+                status = 'fail' if env.failures else 'xfail' if env.xfails else 'pass'
+                why = '; '.join(sorted(set(env.xfails))) if status == 'xfail' else ''
+            except Skipped as ex:
+                status, why = 'skip', str(ex)
+            except Exception:
+                traceback.print_exc(file=sys.stdout)
+                status = 'fail'
+            print(f'({time.time() - t0:.1f} s)')
+            print(f'RESULT {status} {name(t)} {why}'.rstrip(), flush=True)
+    finally:
+        env.stop_serve()
+        for line in env.serve_text().splitlines():
+            print(f'  {line}')
+        try:
+            os.unlink(env.serve_log)
+        except OSError:
+            pass
+
+
+ENV = None
+
+if __name__ == '__main__':
+    if len(sys.argv) >= 2 and sys.argv[1] == 'list':
+        for t in TESTS:
+            print(f'{name(t)} {t.__doc__.split(chr(10))[0] if False else " ".join(t.__doc__.split())}')
+    elif len(sys.argv) >= 6 and sys.argv[1] == 'run':
+        run(*sys.argv[2:6], sys.argv[6:])
+    else:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
