@@ -126,3 +126,8 @@ void *riw_xa_find(struct xarray *xa, unsigned long *index)
 {
 	return xa_find(xa, index, ULONG_MAX, XA_PRESENT);
 }
+
+int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry)
+{
+	return xa_insert(xa, index, entry, GFP_KERNEL);
+}

@@ -31,6 +31,7 @@ void riw_xa_init_alloc(struct xarray *xa);
 int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max);
 void riw_xa_lock(struct xarray *xa);
 void *riw_xa_find(struct xarray *xa, unsigned long *index);
+int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
 void riw_xa_unlock(struct xarray *xa);
 struct ib_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
 			     int access, int *err);

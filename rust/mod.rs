@@ -13,5 +13,5 @@ pub(crate) mod errno;
 pub(crate) mod ida;
 pub(crate) mod net;
 pub(crate) mod rdma;
-mod uapi;
+pub(crate) mod uapi;
 pub(crate) mod xarray;

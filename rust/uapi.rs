@@ -28,3 +28,16 @@ plain_abi_struct!(
     uapi::siw_rqe,
     uapi::siw_cqe,
 );
+
+/// Reading the union fields of the ABI structures, which are plain integers.
+pub trait CqeExt {
+    /// The QP number of a completion.
+    fn qp_id(&self) -> u64;
+}
+
+impl CqeExt for uapi::siw_cqe {
+    fn qp_id(&self) -> u64 {
+        // SAFETY: Both members of the union are 64-bit plain data; any bits are a `u64`.
+        unsafe { self.__bindgen_anon_2.qp_id }
+    }
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Build riw.ko out of tree against the cached kernel of VARIANT (building it if missing).
+# Build riw.ko (and the selftests' test module) out of tree against the cached kernel of
+# VARIANT (building it if missing).
 # The sources are mirrored into a build directory beside that kernel, so build outputs
 # never land in the repository and the debug and release builds do not step on each other.
 #
@@ -23,3 +24,5 @@ rsync -a --delete \
 
 make -s -C "$kdir/linux" M="$bdir" "${RIW_KMAKE_FLAGS[@]}" -j"$(nproc)" \
 	KRUSTFLAGS="--remap-path-prefix=$bdir=$RIW_TOP" modules >&2
+# The kernel consumer the selftests load (selftests/kverbs).
+make -s -C "$kdir/linux" M="$bdir/selftests/kverbs" "${RIW_KMAKE_FLAGS[@]}" modules >&2

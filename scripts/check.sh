@@ -37,6 +37,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	pass 1
 	echo "check: guest suite on the debug kernel"
 	selftests/vm/kselftest.sh --variant debug --module "$(riw_module_dir debug)/riw.ko" \
+		--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
 		2>&1 | tee "$log/guest.log"
 	read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log/guest.log")
 	pass "${p:-0}"

@@ -8,6 +8,7 @@ use super::mr::{self, Mr, MrKeys};
 use super::qp::{self, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify};
 use super::ucontext::{self, UContext, UData};
 use super::verbs::{self, Cq, CqAttr, CqNotify, Pd};
+use super::wr::{RecvChain, SendChain, WorkCompletion};
 use crate::kernel_ext::bindings;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent};
 use core::ffi::c_int;
@@ -209,6 +210,19 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
     /// The user library rang the doorbell: new work is in the shared send queue.
     fn doorbell(dev: &Device<Self>, qp: &Qp<Self>) -> Result;
 
+    /// Queues a kernel consumer's send work requests; on error, `wrs` is left at the
+    /// first request not queued.
+    fn post_send(dev: &Device<Self>, qp: &Qp<Self>, wrs: &mut SendChain<'_>) -> Result;
+
+    /// Queues a kernel consumer's receive work requests, like `post_send`.
+    fn post_recv(dev: &Device<Self>, qp: &Qp<Self>, wrs: &mut RecvChain<'_>) -> Result;
+
+    /// Queues a kernel consumer's receive work requests on a shared receive queue.
+    fn post_srq_recv(dev: &Device<Self>, srq: &Srq<Self>, wrs: &mut RecvChain<'_>) -> Result;
+
+    /// Takes up to `wc.len()` completions of a kernel consumer's CQ; returns how many.
+    fn poll_cq(dev: &Device<Self>, cq: &Cq<Self>, wc: &mut [WorkCompletion]) -> usize;
+
     /// Creates a shared receive queue; returns its real attributes.
     fn create_srq(
         dev: &Device<Self>,
@@ -264,6 +278,8 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 #[repr(C)]
 pub struct Device<T: DeviceOps> {
     ib: Opaque<bindings::ib_device>,
+    /// The device's QPs by number, for completions of kernel consumers (and the CM).
+    qps: Opaque<bindings::xarray>,
     data: T,
 }
 
@@ -342,8 +358,11 @@ impl<T: DeviceOps> Device<T> {
         }
         let this = ib.cast::<Self>();
         // SAFETY: `this` is a fresh, exclusively owned allocation of `size` bytes; `ib` is
-        // embedded and the core never moves it, so `data` is pinned in place.
-        let data = unsafe { core::ptr::addr_of_mut!((*this).data) };
+        // embedded and the core never moves it, so `qps` and `data` are pinned in place.
+        let data = unsafe {
+            bindings::riw_xa_init_alloc(Opaque::raw_get(core::ptr::addr_of!((*this).qps)));
+            core::ptr::addr_of_mut!((*this).data)
+        };
         // SAFETY: `data` is valid for writes of `T`; on error it is left uninitialised.
         if let Err(e) = unsafe { init.__pinned_init(data) } {
             // SAFETY: No ops are set yet, so nothing touches the uninitialised data.
@@ -423,6 +442,8 @@ impl<T: DeviceOps> Device<T> {
             create_cq: Some(verbs::create_cq_callback::<T>),
             destroy_cq: Some(verbs::destroy_cq_callback::<T>),
             req_notify_cq: Some(verbs::req_notify_cq_callback::<T>),
+            poll_cq: Some(verbs::poll_cq_callback::<T>),
+            post_srq_recv: Some(qp::post_srq_recv_callback::<T>),
             size_ib_ucontext: core::mem::size_of::<UContext<T>>(),
             create_qp: Some(qp::create_qp_callback::<T>),
             destroy_qp: Some(qp::destroy_qp_callback::<T>),
@@ -472,8 +493,35 @@ impl<T: DeviceOps> Device<T> {
     unsafe extern "C" fn dealloc_driver_callback(ib: *mut bindings::ib_device) {
         driver::untrack_device::<T>(ib);
         // SAFETY: The core calls this once, last, for a device set up by `register`, whose
-        // `data` was initialised before the ops (and so this callback) were installed.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Self>()).data)) };
+        // `data` was initialised before the ops (and so this callback) were installed. Its
+        // QPs are all destroyed, so the table is empty.
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Self>()).data));
+            bindings::xa_destroy((*ib.cast::<Self>()).qps.get());
+        }
+    }
+
+    /// Records `qp` under its number.
+    pub(crate) fn insert_qp(&self, qp_num: u32, qp: *mut bindings::ib_qp) -> Result {
+        // SAFETY: The table is initialised (type invariant); it stores the pointer only.
+        let ret = unsafe { bindings::riw_xa_insert(self.qps.get(), qp_num.into(), qp.cast()) };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+
+    /// Forgets the QP numbered `qp_num`.
+    pub(crate) fn remove_qp(&self, qp_num: u32) {
+        // SAFETY: The table is initialised (type invariant).
+        unsafe { bindings::xa_erase(self.qps.get(), qp_num.into()) };
+    }
+
+    /// The QP numbered `qp_num`, or NULL: an address for a completion, never dereferenced
+    /// here.
+    pub(crate) fn qp_ptr(&self, qp_num: u32) -> *mut bindings::ib_qp {
+        // SAFETY: The table is initialised (type invariant); `xa_load` locks internally.
+        unsafe { bindings::xa_load(self.qps.get(), qp_num.into()).cast() }
     }
 
     unsafe extern "C" fn query_device_callback(

@@ -20,6 +20,7 @@ mod object;
 mod qp;
 mod ucontext;
 mod verbs;
+mod wr;
 
 pub use device::{
     Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState,
@@ -31,3 +32,4 @@ pub use mr::{access, Mr, MrKeys, UserMemory};
 pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, Srq, SrqAttr, SrqModify};
 pub use ucontext::UData;
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};
+pub use wr::{RecvChain, SendChain, SendOp, Sge, WcOpcode, WcStatus, WorkCompletion};

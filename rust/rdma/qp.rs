@@ -7,6 +7,7 @@ use super::device::DeviceOps;
 use super::object::Object;
 use super::ucontext::UData;
 use super::verbs::Cq;
+use super::wr::{RecvChain, SendChain};
 use crate::kernel_ext::bindings;
 use core::ffi::c_int;
 use kernel::error::from_result;
@@ -203,6 +204,14 @@ pub(super) unsafe extern "C" fn create_qp_callback<T: DeviceOps>(
             Qp::<T>::init(qp, data)?;
             (*qp).qp_num = qp_num;
         }
+        if let Err(e) = dev.insert_qp(qp_num, qp) {
+            // SAFETY: Initialised above, never published: undo it.
+            unsafe {
+                T::destroy_qp(dev, Qp::<T>::from_raw(qp));
+                Qp::<T>::drop_data(qp);
+            }
+            return Err(e);
+        }
         caps_to_raw(&caps, &mut attr.cap);
         Ok(0)
     })
@@ -214,7 +223,9 @@ pub(super) unsafe extern "C" fn destroy_qp_callback<T: DeviceOps>(
 ) -> c_int {
     // SAFETY: A QP set up by `create_qp_callback`, destroyed once.
     unsafe {
-        T::destroy_qp(Qp::<T>::device::<T>(qp), Qp::<T>::from_raw(qp));
+        let dev = Qp::<T>::device::<T>(qp);
+        dev.remove_qp((*qp).qp_num);
+        T::destroy_qp(dev, Qp::<T>::from_raw(qp));
         Qp::<T>::drop_data(qp);
     }
     0
@@ -320,24 +331,65 @@ pub(super) unsafe extern "C" fn post_send_callback<T: DeviceOps>(
             Err(e) => e.to_errno(),
         };
     }
-    // Kernel consumers' work requests come with the connection manager and the engine.
-    // SAFETY: The core passes a valid pointer for the first failed request.
-    unsafe { *bad_wr = wr };
-    EOPNOTSUPP_ERRNO
+    // SAFETY: A kernel consumer's chain, unchanged during the call.
+    let mut chain = unsafe { SendChain::new(wr) };
+    match T::post_send(dev, q, &mut chain) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: The core passes a valid pointer for the first failed request.
+            unsafe { *bad_wr = chain.current() };
+            e.to_errno()
+        }
+    }
 }
 
 pub(super) unsafe extern "C" fn post_recv_callback<T: DeviceOps>(
-    _qp: *mut bindings::ib_qp,
+    qp: *mut bindings::ib_qp,
     wr: *const bindings::ib_recv_wr,
     bad_wr: *mut *const bindings::ib_recv_wr,
 ) -> c_int {
-    // Userspace posts receives into the shared ring; kernel consumers' come later.
-    // SAFETY: The core passes a valid pointer for the first failed request.
-    unsafe { *bad_wr = wr };
-    EOPNOTSUPP_ERRNO
+    // SAFETY: A live QP of a device of `T`; a kernel consumer's chain, unchanged during
+    // the call (userspace posts receives into the shared ring, never through here).
+    let (dev, q, mut chain) = unsafe {
+        (
+            Qp::<T>::device::<T>(qp),
+            Qp::<T>::from_raw(qp),
+            RecvChain::new(wr),
+        )
+    };
+    match T::post_recv(dev, q, &mut chain) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: The core passes a valid pointer for the first failed request.
+            unsafe { *bad_wr = chain.current() };
+            e.to_errno()
+        }
+    }
 }
 
-const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
+pub(super) unsafe extern "C" fn post_srq_recv_callback<T: DeviceOps>(
+    srq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad_wr: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: A live SRQ of a device of `T`; a kernel consumer's chain, unchanged during
+    // the call.
+    let (dev, s, mut chain) = unsafe {
+        (
+            Srq::<T>::device::<T>(srq),
+            Srq::<T>::from_raw(srq),
+            RecvChain::new(wr),
+        )
+    };
+    match T::post_srq_recv(dev, s, &mut chain) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: The core passes a valid pointer for the first failed request.
+            unsafe { *bad_wr = chain.current() };
+            e.to_errno()
+        }
+    }
+}
 
 pub(super) unsafe extern "C" fn create_srq_callback<T: DeviceOps>(
     srq: *mut bindings::ib_srq,

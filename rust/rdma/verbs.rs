@@ -5,6 +5,7 @@
 use super::device::DeviceOps;
 use super::object::Object;
 use super::ucontext::UData;
+use super::wr::WorkCompletion;
 use crate::kernel_ext::bindings;
 use core::ffi::c_int;
 use kernel::error::from_result;
@@ -134,6 +135,33 @@ pub(super) unsafe extern "C" fn destroy_cq_callback<T: DeviceOps>(
         Cq::<T>::drop_data(cq);
     }
     0
+}
+
+pub(super) unsafe extern "C" fn poll_cq_callback<T: DeviceOps>(
+    cq: *mut bindings::ib_cq,
+    num_entries: c_int,
+    wc: *mut bindings::ib_wc,
+) -> c_int {
+    // SAFETY: A live CQ of a device of `T`.
+    let (dev, c) = unsafe { (Cq::<T>::device::<T>(cq), Cq::<T>::from_raw(cq)) };
+    let wanted = usize::try_from(num_entries).unwrap_or(0);
+    let mut done = 0;
+    // In batches on the stack; each is written to the consumer's array as it comes.
+    let mut batch = [WorkCompletion::EMPTY; 16];
+    while done < wanted {
+        let want = (wanted - done).min(batch.len());
+        let got = T::poll_cq(dev, c, &mut batch[..want]).min(want);
+        for w in &batch[..got] {
+            // SAFETY: The consumer's array has `num_entries` entries; `done < wanted`.
+            let slot = unsafe { &mut *wc.add(done) };
+            w.write(slot, dev.qp_ptr(w.qp_num));
+            done += 1;
+        }
+        if got < want {
+            break;
+        }
+    }
+    done as c_int
 }
 
 pub(super) unsafe extern "C" fn req_notify_cq_callback<T: DeviceOps>(

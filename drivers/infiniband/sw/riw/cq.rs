@@ -5,7 +5,10 @@
 //! entries; the consumer hands each back by clearing its flags.
 
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
-use crate::kernel_ext::rdma::{Cq, CqAttr, CqNotify, Device, QueueMemory, UData};
+use crate::kernel_ext::rdma::{
+    Cq, CqAttr, CqNotify, Device, QueueMemory, UData, WcOpcode, WcStatus, WorkCompletion,
+};
+use crate::kernel_ext::uapi::CqeExt;
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
@@ -24,6 +27,9 @@ pub(crate) struct RiwCq {
     /// Index of the next entry to produce.
     #[pin]
     producer: SpinLock<u32>,
+    /// Index of the next entry a kernel consumer polls.
+    #[pin]
+    consumer: SpinLock<u32>,
 }
 
 /// A completion, as the soft-iWARP ABI carries it.
@@ -34,6 +40,39 @@ pub(crate) struct Completion {
     pub(crate) bytes: u32,
     pub(crate) qp_num: u32,
     pub(crate) solicited: bool,
+}
+
+/// A kernel CQ's entry as the verbs report it.
+fn work_completion(cqe: &uapi::siw_cqe) -> WorkCompletion {
+    let status = match u32::from(cqe.status) {
+        uapi::siw_wc_status_SIW_WC_SUCCESS => WcStatus::Success,
+        uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR => WcStatus::LocLenErr,
+        uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR => WcStatus::LocProtErr,
+        uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR => WcStatus::LocQpOpErr,
+        uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR => WcStatus::WrFlushErr,
+        uapi::siw_wc_status_SIW_WC_BAD_RESP_ERR => WcStatus::BadRespErr,
+        uapi::siw_wc_status_SIW_WC_LOC_ACCESS_ERR => WcStatus::LocAccessErr,
+        uapi::siw_wc_status_SIW_WC_REM_ACCESS_ERR => WcStatus::RemAccessErr,
+        uapi::siw_wc_status_SIW_WC_REM_INV_REQ_ERR => WcStatus::RemInvReqErr,
+        _ => WcStatus::GeneralErr,
+    };
+    let opcode = match u32::from(cqe.opcode) {
+        uapi::siw_opcode_SIW_OP_WRITE => WcOpcode::RdmaWrite,
+        uapi::siw_opcode_SIW_OP_READ | uapi::siw_opcode_SIW_OP_READ_LOCAL_INV => WcOpcode::RdmaRead,
+        uapi::siw_opcode_SIW_OP_RECEIVE => WcOpcode::Recv,
+        uapi::siw_opcode_SIW_OP_INVAL_STAG => WcOpcode::LocalInv,
+        uapi::siw_opcode_SIW_OP_REG_MR => WcOpcode::RegMr,
+        _ => WcOpcode::Send,
+    };
+    WorkCompletion {
+        wr_id: cqe.id,
+        status,
+        opcode,
+        byte_len: cqe.bytes,
+        // riw writes the QP number in every entry it produces.
+        qp_num: u32::try_from(cqe.qp_id()).unwrap_or(0),
+        invalidated_rkey: None,
+    }
 }
 
 impl Completion {
@@ -94,7 +133,12 @@ impl RiwCq {
             None => QueueMemory::new_kernel(len)?,
         };
         quota.keep();
-        let init = try_pin_init!(Self { num_cqe, ring, producer <- new_spinlock!(0, "riw_cq") });
+        let init = try_pin_init!(Self {
+            num_cqe,
+            ring,
+            producer <- new_spinlock!(0, "riw_cq_producer"),
+            consumer <- new_spinlock!(0, "riw_cq_consumer"),
+        });
         Ok((num_cqe, init))
     }
 
@@ -108,10 +152,30 @@ impl RiwCq {
             }
         };
         let _ = self.ring.swap_u32(self.ctrl_offset(), flags);
-        let next = *self.producer.lock();
+        let next = *self.consumer.lock();
         self.ring
-            .load_u8_acquire(self.slot(next))
+            .load_u8_acquire(self.slot(next) + CQE_FLAGS)
             .map_or(false, |f| f & VALID != 0)
+    }
+
+    /// Takes completions for a kernel consumer, handing each slot back.
+    pub(crate) fn poll(&self, out: &mut [WorkCompletion]) -> usize {
+        let mut next = self.consumer.lock();
+        let mut taken = 0;
+        for wc in out.iter_mut() {
+            let offset = self.slot(*next);
+            if self.ring.load_u8_acquire(offset + CQE_FLAGS).unwrap_or(0) & VALID == 0 {
+                break;
+            }
+            let Some(cqe) = self.ring.read::<uapi::siw_cqe>(offset) else {
+                break;
+            };
+            *wc = work_completion(&cqe);
+            let _ = self.ring.store_u8_release(offset + CQE_FLAGS, 0);
+            *next = next.wrapping_add(1);
+            taken += 1;
+        }
+        taken
     }
 
     fn slot(&self, index: u32) -> usize {

@@ -8,8 +8,9 @@ use crate::kernel_ext::ida::IdAllocator;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
     Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mr, MrKeys, Mtu, Pd,
-    PortAttr, PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify,
-    UData, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
+    PortAttr, PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, RecvChain, SendChain,
+    Srq, SrqAttr, SrqModify, UData, WorkCompletion, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
+    KERNEL_CAP_ALLOW_USER_UNREG,
 };
 use crate::kernel_ext::xarray::ArcTable;
 use crate::mr::{MemRegion, RiwMr};
@@ -286,6 +287,22 @@ impl DeviceOps for RiwDevice {
 
     fn doorbell(_dev: &Device<Self>, qp: &Qp<Self>) -> Result {
         RiwQp::doorbell(qp)
+    }
+
+    fn post_send(_dev: &Device<Self>, qp: &Qp<Self>, wrs: &mut SendChain<'_>) -> Result {
+        RiwQp::post_send(qp, wrs)
+    }
+
+    fn post_recv(_dev: &Device<Self>, qp: &Qp<Self>, wrs: &mut RecvChain<'_>) -> Result {
+        RiwQp::post_recv(qp, wrs)
+    }
+
+    fn post_srq_recv(_dev: &Device<Self>, srq: &Srq<Self>, wrs: &mut RecvChain<'_>) -> Result {
+        srq.post(wrs)
+    }
+
+    fn poll_cq(_dev: &Device<Self>, cq: &Cq<Self>, wc: &mut [WorkCompletion]) -> usize {
+        cq.poll(wc)
     }
 
     fn create_srq(

@@ -8,7 +8,8 @@ use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::kernel_ext::rdma::{
-    Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, QueueMemory, UData,
+    Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, QueueMemory, RecvChain, SendChain,
+    SendOp, Sge, UData,
 };
 use crate::uapi;
 use core::mem::{offset_of, size_of};
@@ -41,6 +42,10 @@ struct QpMutable {
     sq_next: u32,
     /// Index of the next receive queue entry to take.
     rq_next: u32,
+    /// Index of the next send queue entry a kernel consumer posts.
+    sq_put: u32,
+    /// Index of the next receive queue entry a kernel consumer posts.
+    rq_put: u32,
 }
 
 /// A riw queue pair.
@@ -133,6 +138,8 @@ impl RiwQp {
                     max_dest_rd_atomic: 0,
                     sq_next: 0,
                     rq_next: 0,
+                    sq_put: 0,
+                    rq_put: 0,
                 },
                 "riw_qp"
             ),
@@ -208,6 +215,8 @@ impl RiwQp {
             // A QP back in RESET starts over: the consumer re-creates its rings' contents.
             q.sq_next = 0;
             q.rq_next = 0;
+            q.sq_put = 0;
+            q.rq_put = 0;
         }
         let entering_error = next == QpState::Error && q.state != QpState::Error;
         q.state = next;
@@ -241,29 +250,98 @@ impl RiwQp {
         Ok(())
     }
 
+    /// Queues a kernel consumer's send work requests in the send ring, as the user library
+    /// does in its own. Posting before the QP is connected is an error; in ERROR they are
+    /// flushed at once.
+    pub(crate) fn post_send(qp: &Qp<RiwDevice>, wrs: &mut SendChain<'_>) -> Result {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
+        if matches!(q.state, QpState::Reset | QpState::Init | QpState::Rtr) {
+            return Err(EINVAL);
+        }
+        let mut sges = [Sge::default(); uapi::SIW_MAX_SGE as usize];
+        let max_sge = (this.caps.max_send_sge as usize).min(sges.len());
+        let result = (|| {
+            while let Some(next) = wrs.next_send(&mut sges[..max_sge]) {
+                let (wr, n) = next.map_err(|()| EINVAL)?;
+                let (opcode, raddr, rkey) = match wr.op {
+                    SendOp::Send => (uapi::siw_opcode_SIW_OP_SEND, 0, 0),
+                    SendOp::SendWithInv(stag) => (uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV, 0, stag),
+                    SendOp::RdmaWrite { remote_addr, rkey } => {
+                        (uapi::siw_opcode_SIW_OP_WRITE, remote_addr, rkey)
+                    }
+                    SendOp::RdmaRead { remote_addr, rkey } if n <= LIMITS.max_sge_rd as usize => {
+                        (uapi::siw_opcode_SIW_OP_READ, remote_addr, rkey)
+                    }
+                    // Inline data, registration and invalidation come with the data path.
+                    _ => return Err(EINVAL),
+                };
+                if wr.inline {
+                    return Err(EINVAL);
+                }
+                let mut flags = VALID;
+                if wr.signaled || this.sig_all {
+                    flags |= uapi::siw_wqe_flags_SIW_WQE_SIGNALLED as u16;
+                }
+                if wr.solicited {
+                    flags |= uapi::siw_wqe_flags_SIW_WQE_SOLICITED as u16;
+                }
+                if wr.fence {
+                    flags |= uapi::siw_wqe_flags_SIW_WQE_READ_FENCE as u16;
+                }
+                let mut sqe = uapi::siw_sqe {
+                    id: wr.wr_id,
+                    num_sge: n as u8,
+                    opcode: opcode as u8,
+                    rkey,
+                    ..Default::default()
+                };
+                sqe.__bindgen_anon_1.raddr = raddr;
+                sqe.__bindgen_anon_2 = uapi::siw_sqe__bindgen_ty_2 {
+                    sge: siw_sges(&sges[..n]),
+                };
+                let send = RingCursor::send(this);
+                send.produce(&mut q.sq_put, &sqe, flags)?;
+                wrs.advance();
+            }
+            Ok(())
+        })();
+        if q.state == QpState::Error {
+            Self::flush(qp, &mut q);
+        }
+        result
+    }
+
+    /// Queues a kernel consumer's receive work requests in the receive ring.
+    pub(crate) fn post_recv(qp: &Qp<RiwDevice>, wrs: &mut RecvChain<'_>) -> Result {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
+        let Some(recv) = RingCursor::recv(this) else {
+            // Receives of a QP on an SRQ go to the SRQ.
+            return Err(EINVAL);
+        };
+        if q.state == QpState::Reset {
+            return Err(EINVAL);
+        }
+        let result = post_receives(&recv, &mut q.rq_put, this.caps.max_recv_sge, wrs);
+        if q.state == QpState::Error {
+            Self::flush(qp, &mut q);
+        }
+        result
+    }
+
     /// Completes every posted work request of both queues with "flushed" (or an error for
     /// a malformed one), as a QP in ERROR does.
     fn flush(qp: &Qp<RiwDevice>, q: &mut QpMutable) {
         let this: &Self = qp;
         let qp_num = qp.qp_num();
-        let send = RingCursor {
-            ring: &this.sq,
-            entries: this.num_sqe,
-            entry_size: SQE_SIZE,
-            flags: SQE_FLAGS,
-        };
+        let send = RingCursor::send(this);
         send.flush(
             &mut q.sq_next,
             qp.send_cq::<RiwDevice>(),
             |sqe: uapi::siw_sqe| flushed_send(&sqe, qp_num),
         );
-        if let Some(rq) = &this.rq {
-            let recv = RingCursor {
-                ring: rq,
-                entries: this.num_rqe,
-                entry_size: RQE_SIZE,
-                flags: RQE_FLAGS,
-            };
+        if let Some(recv) = RingCursor::recv(this) {
             recv.flush(
                 &mut q.rq_next,
                 qp.recv_cq::<RiwDevice>(),
@@ -274,7 +352,7 @@ impl RiwQp {
 }
 
 /// A work queue ring and where its entries' flags are.
-struct RingCursor<'a> {
+pub(crate) struct RingCursor<'a> {
     ring: &'a QueueMemory,
     /// A power of two.
     entries: u32,
@@ -282,7 +360,50 @@ struct RingCursor<'a> {
     flags: usize,
 }
 
-impl RingCursor<'_> {
+impl<'a> RingCursor<'a> {
+    fn send(qp: &'a RiwQp) -> Self {
+        Self {
+            ring: &qp.sq,
+            entries: qp.num_sqe,
+            entry_size: SQE_SIZE,
+            flags: SQE_FLAGS,
+        }
+    }
+
+    fn recv(qp: &'a RiwQp) -> Option<Self> {
+        let ring = qp.rq.as_ref()?;
+        Some(Self::rqes(ring, qp.num_rqe))
+    }
+
+    /// A ring of `siw_rqe` entries (a QP's receive queue or an SRQ).
+    pub(crate) fn rqes(ring: &'a QueueMemory, entries: u32) -> Self {
+        Self {
+            ring,
+            entries,
+            entry_size: RQE_SIZE,
+            flags: RQE_FLAGS,
+        }
+    }
+
+    /// Writes `entry` at `put` with its flags last; ENOMEM if the slot is still taken (the
+    /// queue is full).
+    fn produce<E: kernel::types::AsBytes>(&self, put: &mut u32, entry: &E, flags: u16) -> Result {
+        let offset = (*put & (self.entries - 1)) as usize * self.entry_size;
+        if self
+            .ring
+            .load_u16_acquire(offset + self.flags)
+            .ok_or(EINVAL)?
+            & VALID
+            != 0
+        {
+            return Err(ENOMEM);
+        }
+        self.ring.write(offset, entry)?;
+        self.ring.store_u16_release(offset + self.flags, flags)?;
+        *put = put.wrapping_add(1);
+        Ok(())
+    }
+
     /// Takes the valid entries from `next` on, at most one pass over the ring (userspace
     /// may keep refilling it), copying each out once before handing its slot back, and
     /// completes them into `cq`. A full CQ is reported to its consumer and ends the flush.
@@ -309,6 +430,42 @@ impl RingCursor<'_> {
             }
         }
     }
+}
+
+/// A request's SGEs in the ring entry layout.
+fn siw_sges(sges: &[Sge]) -> [uapi::siw_sge; uapi::SIW_MAX_SGE as usize] {
+    let mut out = [uapi::siw_sge::default(); uapi::SIW_MAX_SGE as usize];
+    for (dst, src) in out.iter_mut().zip(sges) {
+        *dst = uapi::siw_sge {
+            laddr: src.addr,
+            length: src.length,
+            lkey: src.lkey,
+        };
+    }
+    out
+}
+
+/// Writes receive work requests into a ring of `siw_rqe`.
+pub(crate) fn post_receives(
+    ring: &RingCursor<'_>,
+    put: &mut u32,
+    max_sge: u32,
+    wrs: &mut RecvChain<'_>,
+) -> Result {
+    let mut sges = [Sge::default(); uapi::SIW_MAX_SGE as usize];
+    let max_sge = (max_sge as usize).min(sges.len());
+    while let Some(next) = wrs.next_recv(&mut sges[..max_sge]) {
+        let (wr_id, n) = next.map_err(|()| EINVAL)?;
+        let rqe = uapi::siw_rqe {
+            id: wr_id,
+            num_sge: n as u8,
+            sge: siw_sges(&sges[..n]),
+            ..Default::default()
+        };
+        ring.produce(put, &rqe, VALID)?;
+        wrs.advance();
+    }
+    Ok(())
 }
 
 /// The completion of a receive flushed from a QP in ERROR.

@@ -4,8 +4,8 @@
 //! with a limit that raises an event when few receives remain.
 
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
-use crate::kernel_ext::rdma::{Device, QueueMemory, SrqAttr, SrqModify, UData};
-use crate::qp::ring_depth;
+use crate::kernel_ext::rdma::{Device, QueueMemory, RecvChain, SrqAttr, SrqModify, UData};
+use crate::qp::{post_receives, ring_depth, RingCursor};
 use crate::uapi;
 use core::mem::size_of;
 use kernel::prelude::*;
@@ -16,12 +16,15 @@ const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
 /// A riw shared receive queue.
 #[pin_data]
 pub(crate) struct RiwSrq {
-    _ring: QueueMemory,
+    ring: QueueMemory,
     num_rqe: u32,
     max_sge: u32,
     /// The armed limit (0: disarmed).
     #[pin]
     limit: Mutex<u32>,
+    /// Index of the next entry a kernel consumer posts.
+    #[pin]
+    producer: Mutex<u32>,
 }
 
 impl RiwSrq {
@@ -56,10 +59,11 @@ impl RiwSrq {
         };
         let (max_sge, limit) = (attr.max_sge, attr.srq_limit);
         let init = try_pin_init!(Self {
-            _ring: ring,
+            ring,
             num_rqe,
             max_sge,
-            limit <- new_mutex!(limit, "riw_srq"),
+            limit <- new_mutex!(limit, "riw_srq_limit"),
+            producer <- new_mutex!(0, "riw_srq_producer"),
         });
         Ok((actual, init))
     }
@@ -80,6 +84,12 @@ impl RiwSrq {
             *self.limit.lock() = limit;
         }
         Ok(())
+    }
+
+    /// Queues a kernel consumer's receive work requests.
+    pub(crate) fn post(&self, wrs: &mut RecvChain<'_>) -> Result {
+        let ring = RingCursor::rqes(&self.ring, self.num_rqe);
+        post_receives(&ring, &mut self.producer.lock(), self.max_sge, wrs)
     }
 
     pub(crate) fn query(&self) -> SrqAttr {
