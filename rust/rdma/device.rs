@@ -266,6 +266,12 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 
     /// Releases a memory region.
     fn dereg_mr(dev: &Device<Self>, mr: &Mr<Self>);
+
+    /// Starts mapping pages into a fast-registration region (`ib_map_mr_sg`).
+    fn map_mr_begin(dev: &Device<Self>, mr: &Mr<Self>) -> Result;
+
+    /// Adds the page at DMA address `addr` to the mapping; an error ends it there.
+    fn map_mr_page(dev: &Device<Self>, mr: &Mr<Self>, addr: u64) -> Result;
 }
 
 /// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
@@ -459,6 +465,7 @@ impl<T: DeviceOps> Device<T> {
             get_dma_mr: Some(mr::get_dma_mr_callback::<T>),
             alloc_mr: Some(mr::alloc_mr_callback::<T>),
             dereg_mr: Some(mr::dereg_mr_callback::<T>),
+            map_mr_sg: Some(mr::map_mr_sg_callback::<T>),
             size_ib_qp: core::mem::size_of::<Qp<T>>(),
             size_ib_srq: core::mem::size_of::<Srq<T>>(),
             size_ib_pd: core::mem::size_of::<Pd<T>>(),

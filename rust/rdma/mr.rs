@@ -143,6 +143,32 @@ pub(super) unsafe extern "C" fn alloc_mr_callback<T: DeviceOps>(
     finish::<T>(T::alloc_mr(dev, pd, max_num_sg))
 }
 
+pub(super) unsafe extern "C" fn map_mr_sg_callback<T: DeviceOps>(
+    mr: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    sg_nents: c_int,
+    sg_offset: *mut core::ffi::c_uint,
+) -> c_int {
+    // SAFETY: An MR of a device of `T`, in use by its consumer.
+    let (dev, m) = unsafe { (Mr::<T>::device::<T>(mr), Mr::<T>::from_raw(mr)) };
+    if let Err(e) = T::map_mr_begin(dev, m) {
+        return e.to_errno();
+    }
+    // SAFETY: The consumer's DMA-mapped list of `sg_nents` entries; the core splits it
+    // into pages of `mr->page_size`, hands each to `set_page_callback` and sets the MR's
+    // iova and length.
+    unsafe { bindings::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(set_page_callback::<T>)) }
+}
+
+unsafe extern "C" fn set_page_callback<T: DeviceOps>(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
+    // SAFETY: Called by `ib_sg_to_pages` for the MR `map_mr_sg_callback` passed.
+    let (dev, m) = unsafe { (Mr::<T>::device::<T>(mr), Mr::<T>::from_raw(mr)) };
+    match T::map_mr_page(dev, m, addr) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 pub(super) unsafe extern "C" fn dereg_mr_callback<T: DeviceOps>(
     mr: *mut bindings::ib_mr,
     _udata: *mut bindings::ib_udata,

@@ -2,11 +2,13 @@
 /*
  * riw_kverbs_test: checks the verbs paths of an RDMA device that only kernel consumers
  * reach, as a kernel consumer does: PD (with its DMA MR), CQ polling and arming, QP
- * posting in each state, flushes into the CQ, SRQ posting, fast-registration MRs.
+ * posting in each state, flushes into the CQ, SRQ posting, fast-registration MRs and
+ * their page mapping.
  * Everything runs at load; the module loads only if every check passed. Each check is
  * logged as "riw_kverbs_test: ok|not ok N description" for selftests/riw_kverbs.sh.
  */
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 
@@ -150,6 +152,42 @@ static noinline void run_mr_checks(struct ib_pd *pd)
 		ib_dereg_mr(mr);
 }
 
+static noinline void run_map_checks(struct ib_pd *pd)
+{
+	struct ib_device *dev = pd->device;
+	struct scatterlist sg[9];
+	struct ib_mr *mr;
+	int i, n, mapped;
+
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 8);
+	check(!IS_ERR(mr), "fast-registration MR for mapping");
+	if (IS_ERR(mr))
+		return;
+	sg_init_table(sg, ARRAY_SIZE(sg));
+	for (i = 0; i < ARRAY_SIZE(sg); i++) {
+		struct page *page = alloc_page(GFP_KERNEL);
+
+		if (!page)
+			goto out;
+		sg_set_page(&sg[i], page, PAGE_SIZE, 0);
+	}
+	n = ib_dma_map_sg(dev, sg, 2, DMA_BIDIRECTIONAL);
+	mapped = ib_map_mr_sg(mr, sg, n, NULL, PAGE_SIZE);
+	check(mapped == 2 && mr->length == 2 * PAGE_SIZE &&
+	      mr->iova == sg_dma_address(&sg[0]),
+	      "map two pages: length and iova set");
+	ib_dma_unmap_sg(dev, sg, 2, DMA_BIDIRECTIONAL);
+	n = ib_dma_map_sg(dev, sg, ARRAY_SIZE(sg), DMA_BIDIRECTIONAL);
+	mapped = ib_map_mr_sg(mr, sg, n, NULL, PAGE_SIZE);
+	check(mapped == 8, "a ninth page does not fit a region of eight");
+	ib_dma_unmap_sg(dev, sg, ARRAY_SIZE(sg), DMA_BIDIRECTIONAL);
+out:
+	for (i = 0; i < ARRAY_SIZE(sg); i++)
+		if (sg_page(&sg[i]))
+			__free_page(sg_page(&sg[i]));
+	ib_dereg_mr(mr);
+}
+
 static int __init riw_kverbs_test_init(void)
 {
 	struct ib_cq_init_attr cq_attr = { .cqe = 16 };
@@ -178,6 +216,7 @@ static int __init riw_kverbs_test_init(void)
 	}
 	run_srq_checks(pd, buf);
 	run_mr_checks(pd);
+	run_map_checks(pd);
 	ib_dealloc_pd(pd);
 out:
 	kfree(buf);

@@ -356,4 +356,12 @@ impl DeviceOps for RiwDevice {
     fn dereg_mr(dev: &Device<Self>, mr: &Mr<Self>) {
         RiwMr::destroy(mr, dev);
     }
+
+    fn map_mr_begin(_dev: &Device<Self>, mr: &Mr<Self>) -> Result {
+        mr.map_begin()
+    }
+
+    fn map_mr_page(_dev: &Device<Self>, mr: &Mr<Self>, addr: u64) -> Result {
+        mr.map_page(addr)
+    }
 }

@@ -10,7 +10,7 @@ use crate::kernel_ext::rdma::{access, Device, Mr, MrKeys, Pd, UData, UserMemory}
 use crate::uapi;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{new_spinlock, Arc, SpinLock};
 
 /// Region table indices: 24 bits, 0 reserved (an STag of 0 must never be valid).
 const STAG_INDEX_MAX: u32 = (1 << 24) - 1;
@@ -25,7 +25,7 @@ pub(crate) enum Backing {
     /// All of kernel memory, by address (a kernel consumer's DMA MR).
     Dma,
     /// Pages bound by a fast registration, at most this many.
-    FastReg { _max_pages: u32 },
+    FastReg { max_pages: u32 },
 }
 
 /// A registered region, as the data path checks it.
@@ -69,9 +69,20 @@ impl MemRegion {
     }
 }
 
+/// The pages a kernel consumer maps into a fast-registration region (`ib_map_mr_sg`),
+/// which a registration work request binds.
+struct PageList {
+    /// As many slots as the region may map.
+    addrs: KVec<u64>,
+    count: usize,
+}
+
 /// A riw memory region: its table entry.
+#[pin_data]
 pub(crate) struct RiwMr {
     index: u32,
+    #[pin]
+    pages: SpinLock<PageList>,
 }
 
 fn pd_id(pd: &Pd<RiwDevice>) -> usize {
@@ -88,7 +99,11 @@ impl RiwMr {
         iova: u64,
         length: u64,
         backing: Backing,
-    ) -> Result<(MrKeys, Self)> {
+    ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
+        let region_pages = match backing {
+            Backing::FastReg { max_pages } => max_pages as usize,
+            _ => 0,
+        };
         let access = access & !access::OPTIONAL;
         if access & !MR_ACCESS != 0 {
             return Err(if access & access::REMOTE_ATOMIC != 0 {
@@ -118,15 +133,51 @@ impl RiwMr {
         let index = dev.mr_table.insert(1, STAG_INDEX_MAX, region)?;
         quota.keep();
         let stag = (index << 8) | u32::from(key);
-        Ok((
-            MrKeys {
-                lkey: stag,
-                rkey: stag,
-                iova,
-                length,
-            },
-            Self { index },
-        ))
+        let page_slots = match region_pages {
+            0 => KVec::new(),
+            n => KVec::from_elem(0, n, GFP_KERNEL).inspect_err(|_| {
+                Self::unregister(dev, index);
+            })?,
+        };
+        let keys = MrKeys {
+            lkey: stag,
+            rkey: stag,
+            iova,
+            length,
+        };
+        let init = try_pin_init!(Self {
+            index,
+            pages <- new_spinlock!(PageList { addrs: page_slots, count: 0 }, "riw_mr_pages"),
+        });
+        Ok((keys, init))
+    }
+
+    /// Undoes `register`'s table entry.
+    fn unregister(dev: &Device<RiwDevice>, index: u32) {
+        if let Some(region) = dev.mr_table.remove(index) {
+            region.invalidate();
+        }
+        dev.mrs.put();
+    }
+
+    /// Starts a new page mapping of a fast-registration region.
+    pub(crate) fn map_begin(&self) -> Result {
+        let mut pages = self.pages.lock();
+        if pages.addrs.is_empty() {
+            return Err(EINVAL);
+        }
+        pages.count = 0;
+        Ok(())
+    }
+
+    /// Adds a page to the mapping; ENOMEM once the region's page list is full.
+    pub(crate) fn map_page(&self, addr: u64) -> Result {
+        let mut pages = self.pages.lock();
+        let count = pages.count;
+        let slot = pages.addrs.as_mut_slice().get_mut(count).ok_or(ENOMEM)?;
+        *slot = addr;
+        pages.count = count + 1;
+        Ok(())
     }
 
     pub(crate) fn new_user(
@@ -137,7 +188,7 @@ impl RiwMr {
         iova: u64,
         access: u32,
         udata: &mut UData<'_>,
-    ) -> Result<(MrKeys, Self)> {
+    ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
         if length == 0 || length > LIMITS.max_mr_size || iova.checked_add(length).is_none() {
             return Err(EINVAL);
         }
@@ -163,7 +214,7 @@ impl RiwMr {
         dev: &Device<RiwDevice>,
         pd: &Pd<RiwDevice>,
         access: u32,
-    ) -> Result<(MrKeys, Self)> {
+    ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
         Self::register(dev, pd, access, 0, 0, u64::MAX, Backing::Dma)
     }
 
@@ -171,7 +222,7 @@ impl RiwMr {
         dev: &Device<RiwDevice>,
         pd: &Pd<RiwDevice>,
         max_num_sg: u32,
-    ) -> Result<(MrKeys, Self)> {
+    ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
         if max_num_sg == 0 || max_num_sg > LIMITS.max_fast_reg_page_list_len {
             return Err(EINVAL);
         }
@@ -184,7 +235,7 @@ impl RiwMr {
             0,
             0,
             Backing::FastReg {
-                _max_pages: max_num_sg,
+                max_pages: max_num_sg,
             },
         )
     }
@@ -198,9 +249,6 @@ impl RiwMr {
     pub(crate) fn destroy(mr: &Mr<RiwDevice>, dev: &Device<RiwDevice>) {
         // The data path may still hold the region for an access in flight; it goes when
         // that finishes.
-        if let Some(region) = dev.mr_table.remove(mr.index) {
-            region.invalidate();
-        }
-        dev.mrs.put();
+        Self::unregister(dev, mr.index);
     }
 }
