@@ -187,7 +187,7 @@ riw_check "no rdma_cm ids, QPs or connections left after the C part" 30 \
 
 # ---- hostile peers ----
 
-run_part 600 hostile_tests in0 "$py" "$here/cm/hostile.py" run "$cm" "$RIW_NS1" "$srv_drv" 7480
+run_part 600 hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" run "$cm" "$RIW_NS1" "$srv_drv" 7480
 
 # ---- teardown with connections open ----
 
@@ -195,10 +195,10 @@ run_part 600 hostile_tests in0 "$py" "$here/cm/hostile.py" run "$cm" "$RIW_NS1" 
 # SERVE and HOLD, their output files in SERVE_LOG and HOLD_LOG.
 connect_hold() {
 	local port=$1
-	riw_bg in1 "$cm" serve $SRV4 "$port"
+	riw_bg ip netns exec "$RIW_NS1" "$cm" serve $SRV4 "$port"
 	SERVE=$RIW_BG_PID SERVE_LOG=${__riw_bg_log[$RIW_BG_PID]}
 	riw_poll 10 grep -q listening "$SERVE_LOG" || return 1
-	riw_bg in0 "$cm" hold $SRV4 "$port"
+	riw_bg ip netns exec "$RIW_NS0" "$cm" hold $SRV4 "$port"
 	HOLD=$RIW_BG_PID HOLD_LOG=${__riw_bg_log[$RIW_BG_PID]}
 	riw_poll 10 grep -q ESTABLISHED "$HOLD_LOG"
 }
@@ -217,7 +217,7 @@ show_logs() {
 }
 
 stop_serve() {
-	kill -TERM "$SERVE" 2>/dev/null || true
+	kill -TERM -- -"$SERVE" 2>/dev/null || true
 	ends_ok "$SERVE" 10 || kill -KILL -- -"$SERVE" 2>/dev/null || true
 }
 
@@ -227,11 +227,11 @@ settled() {
 	local port=$1
 	riw_poll 15 no_sockets "$port" || { echo "sockets of port $port stay"; return 1; }
 	riw_poll 15 no_resources || { echo "rdma_cm ids or QPs stay:"; rdma resource show; return 1; }
-	riw_bg in1 "$cm" serve $SRV4 $((port + 100))
+	riw_bg ip netns exec "$RIW_NS1" "$cm" serve $SRV4 $((port + 100))
 	local s=$RIW_BG_PID rc=0
 	riw_poll 10 grep -q listening "${__riw_bg_log[$s]}" || true
 	in0 "$cm" ping $SRV4 $((port + 100)) 2 || rc=$?
-	kill -TERM "$s"
+	kill -TERM -- -"$s"
 	ends_ok "$s" 10 || rc=$?
 	[ $rc -eq 0 ] || { echo "a new connection fails"; cat "${__riw_bg_log[$s]}"; }
 	return $rc
@@ -239,7 +239,7 @@ settled() {
 
 t_kill_client() {
 	connect_hold 7490 || { show_logs; return 1; }
-	kill -KILL "$HOLD"
+	kill -KILL -- -"$HOLD"
 	riw_poll 10 grep -q DISCONNECTED "$SERVE_LOG" || { echo "the server got no DISCONNECTED"; show_logs; return 1; }
 	stop_serve
 	show_logs
@@ -250,7 +250,7 @@ riw_check "kill_client: SIGKILL of a connected client: DISCONNECTED at the serve
 
 t_kill_server() {
 	connect_hold 7491 || { show_logs; return 1; }
-	kill -KILL "$SERVE"
+	kill -KILL -- -"$SERVE"
 	ends_ok "$HOLD" 15 || { echo "the client did not get DISCONNECTED"; show_logs; return 1; }
 	show_logs
 	settled 7491
@@ -264,10 +264,12 @@ t_link_down() {
 	ip -n "$RIW_NS1" link set "$RIW_DEV1" down
 	sleep 1
 	# The applications give up with the link down, then it comes back.
-	kill -TERM "$SERVE"
+	kill -TERM -- -"$SERVE"
 	ends_ok "$SERVE" 15 || { echo "the server did not exit"; rc=1; }
-	kill -KILL "$HOLD" 2>/dev/null || true
+	kill -KILL -- -"$HOLD" 2>/dev/null || true
 	ip -n "$RIW_NS1" link set "$RIW_DEV1" up
+	riw_poll 10 eval "ip -n $RIW_NS1 link show $RIW_DEV1 | grep -q LOWER_UP" || rc=1
+	sleep 1
 	show_logs
 	[ $rc -eq 0 ] && settled 7492
 }
@@ -296,7 +298,7 @@ t_rmmod() {
 	if [ $rc -eq 0 ]; then
 		ends_ok "$HOLD" 15 || { echo "the client did not get DEVICE_REMOVAL and exit"; rc=1; }
 	fi
-	kill -KILL "$HOLD" 2>/dev/null || true
+	kill -KILL -- -"$HOLD" 2>/dev/null || true
 	stop_serve
 	show_logs
 	modprobe "$mod"
