@@ -20,7 +20,7 @@ const MR_ACCESS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMO
 
 /// What a region's STag refers to.
 pub(crate) enum Backing {
-    /// Pinned user memory.
+    /// Pinned user memory, held pinned for the region's life.
     User(#[allow(dead_code)] UserMemory),
     /// All of kernel memory, by address (a kernel consumer's DMA MR).
     Dma,
@@ -63,7 +63,6 @@ impl MemRegion {
     }
 
     /// Invalidates the region (local or remote invalidation).
-    #[allow(dead_code)] // The data path (invalidation) calls it.
     pub(crate) fn invalidate(&self) {
         self.valid.store(false, Ordering::Release);
     }
