@@ -17,6 +17,12 @@
 #   riw_check DESC SECONDS CMD...    riw_run, then report KTAP result DESC; returns the status
 #   riw_result DESC CMD [ARGS...]   run CMD (a function too) with its arguments intact and
 #                                    report KTAP result DESC by its status
+#   riw_run_part SECONDS WHO NAMES CMD...
+#                                    run CMD, whose output has "RESULT status name [reason]"
+#                                    lines (status pass, fail, xfail, skip), and report one
+#                                    KTAP result per entry of the array NAMES ("name
+#                                    description" each), in that order; a name without a
+#                                    result fails; an xfail is a pass marked "XFAIL WHO"
 #   riw_bg CMD [ARGS...]             start CMD (a program or function) in the background,
 #                                    killed at exit if still running; its pid in RIW_BG_PID
 #   riw_wait PID SECONDS             wait for a riw_bg command, print its output as diagnostics;
@@ -108,6 +114,44 @@ riw_check() {
 		ktap_test_fail "$desc"
 	fi
 	return $rc
+}
+
+riw_run_part() {
+	local secs=$(($1 * RIW_TIMEOUT_SCALE)) who=$2 log line status name why t rc desc
+	local -n __riw_names=$3
+	shift 3
+	local -A res=() reason=()
+	log=$(mktemp /tmp/riw-part.XXXXXX)
+	set +e
+	timeout -k 5 "$secs" "$@" >"$log" 2>&1 </dev/null
+	rc=$?
+	set -e
+	while IFS= read -r line; do
+		if [[ $line == "RESULT "* ]]; then
+			read -r _ status name why <<<"$line"
+			res[$name]=$status
+			reason[$name]=$why
+		fi
+		echo "# $line"
+	done <"$log"
+	rm -f "$log"
+	[ $rc -eq 0 ] || echo "# part exited with status $rc$([ $rc -ne 124 ] || echo ", timed out after $secs s")"
+	for t in "${__riw_names[@]}"; do
+		name=${t%% *}
+		desc="$name: ${t#* }"
+		case ${res[$name]:-none} in
+		pass) ktap_test_pass "$desc" ;;
+		xfail)
+			__ktap_test ok "$desc" "XFAIL $who: ${reason[$name]}"
+			KTAP_CNT_PASS=$((KTAP_CNT_PASS + 1))
+			;;
+		skip)
+			__ktap_test ok "$desc" "SKIP ${reason[$name]}"
+			KTAP_CNT_SKIP=$((KTAP_CNT_SKIP + 1))
+			;;
+		*) ktap_test_fail "$desc" ;;
+		esac
+	done
 }
 
 declare -A __riw_bg_log

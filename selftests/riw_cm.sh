@@ -79,46 +79,6 @@ riw_defer rdma link delete "$srv_dev"
 echo "# server $srv_dev ($srv_drv) on $RIW_DEV1 $SRV4 $SRV6, client $cli_dev ($cli_drv) on" \
 	"$RIW_DEV0 $RIW_ADDR0 $CLI6; timeout scale $RIW_TIMEOUT_SCALE"
 
-# Run a part that prints "RESULT status name [reason]" lines, turn each into a KTAP result, in
-# the order of NAMES (name and description a line); a name without a result fails. The
-# "xfail" reason names the siw side.
-run_part() {
-	local secs=$(($1 * RIW_TIMEOUT_SCALE)) log=$tmp/part.log line status name why t
-	shift
-	local -n names=$1
-	shift
-	local -A res=() reason=()
-	set +e
-	timeout -k 5 "$secs" "$@" >"$log" 2>&1 </dev/null
-	local rc=$?
-	set -e
-	while IFS= read -r line; do
-		if [[ $line == "RESULT "* ]]; then
-			read -r _ status name why <<<"$line"
-			res[$name]=$status
-			reason[$name]=$why
-		fi
-		echo "# $line"
-	done <"$log"
-	[ $rc -eq 0 ] || echo "# part exited with status $rc$([ $rc -ne 124 ] || echo ", timed out after $secs s")"
-	for t in "${names[@]}"; do
-		name=${t%% *}
-		desc="$name: ${t#* }"
-		case ${res[$name]:-none} in
-		pass) ktap_test_pass "$desc" ;;
-		xfail)
-			__ktap_test ok "$desc" "XFAIL siw: ${reason[$name]}"
-			KTAP_CNT_PASS=$((KTAP_CNT_PASS + 1))
-			;;
-		skip)
-			__ktap_test ok "$desc" "SKIP ${reason[$name]}"
-			KTAP_CNT_SKIP=$((KTAP_CNT_SKIP + 1))
-			;;
-		*) ktap_test_fail "$desc" ;;
-		esac
-	done
-}
-
 xfail() { # DESC REASON: an expected failure, counted as a pass
 	__ktap_test ok "$1" "XFAIL siw: $2"
 	KTAP_CNT_PASS=$((KTAP_CNT_PASS + 1))
@@ -177,7 +137,7 @@ riw_check "ucmatose_v6: 4 connections, 100 messages each, over $SRV6" 120 \
 # ---- the C part ----
 
 if [ -n "$cm" ]; then
-	run_part 400 cm_tests "$cm" run "$RIW_NS1" "$RIW_NS0" "$srv_drv" "$cli_drv"
+	riw_run_part 400 siw cm_tests "$cm" run "$RIW_NS1" "$RIW_NS0" "$srv_drv" "$cli_drv"
 else
 	riw_diag <<<"$cm_build"
 	ktap_test_fail "${cm_tests[0]}"
@@ -187,7 +147,7 @@ riw_check "no rdma_cm ids, QPs or connections left after the C part" 30 \
 
 # ---- hostile peers ----
 
-run_part 600 hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" run "$cm" "$RIW_NS1" "$srv_drv" 7480
+riw_run_part 600 siw hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" run "$cm" "$RIW_NS1" "$srv_drv" 7480
 
 # ---- teardown with connections open ----
 

@@ -66,52 +66,13 @@ no_objects() {
 	$py "$here/verbs/verbs.py" counts "$dev" "${args[@]}"
 }
 
-# Run a part that prints "RESULT status name [reason]" lines, turn each into a KTAP result, in
-# the order of NAMES (name and description a line); a name without a result fails.
-run_part() {
-	local secs=$(($1 * RIW_TIMEOUT_SCALE)) log=$tmp/part.log line status name why t
-	shift
-	local -n names=$1
-	shift
-	local -A res=() reason=()
-	set +e
-	timeout -k 5 "$secs" "$@" >"$log" 2>&1 </dev/null
-	local rc=$?
-	set -e
-	while IFS= read -r line; do
-		if [[ $line == "RESULT "* ]]; then
-			read -r _ status name why <<<"$line"
-			res[$name]=$status
-			reason[$name]=$why
-		fi
-		echo "# $line"
-	done <"$log"
-	[ $rc -eq 0 ] || echo "# part exited with status $rc$([ $rc -ne 124 ] || echo ", timed out after $secs s")"
-	for t in "${names[@]}"; do
-		name=${t%% *}
-		desc="$name: ${t#* }"
-		case ${res[$name]:-none} in
-		pass) ktap_test_pass "$desc" ;;
-		xfail)
-			__ktap_test ok "$desc" "XFAIL $driver: ${reason[$name]}"
-			KTAP_CNT_PASS=$((KTAP_CNT_PASS + 1))
-			;;
-		skip)
-			__ktap_test ok "$desc" "SKIP ${reason[$name]}"
-			KTAP_CNT_SKIP=$((KTAP_CNT_SKIP + 1))
-			;;
-		*) ktap_test_fail "$desc" ;;
-		esac
-	done
-}
-
 # pyverbs: objects, loops, limits, invalid inputs, the state machine.
-run_part 300 py_tests ip netns exec "$RIW_NS0" $py "$here/verbs/verbs.py" run "$dev" "$driver"
+riw_run_part 300 "$driver" py_tests ip netns exec "$RIW_NS0" $py "$here/verbs/verbs.py" run "$dev" "$driver"
 riw_check "no objects left on $dev after verbs.py" 30 riw_poll 10 no_objects || true
 
 # C: busy objects, handles, rings.
 if [ -n "$raw" ]; then
-	run_part 120 raw_tests ip netns exec "$RIW_NS0" "$raw" "$dev"
+	riw_run_part 120 "$driver" raw_tests ip netns exec "$RIW_NS0" "$raw" "$dev"
 else
 	riw_diag <<<"$raw_build"
 	ktap_test_fail "${raw_tests[0]}"
