@@ -281,6 +281,21 @@ impl FrameHeader {
 }
 
 impl<'a> MpaFrame<'a> {
+    /// Checks that this is a `kind` frame, not a reject (else `on_reject`), and that it
+    /// does not ask for markers, which riw never uses.
+    fn expect(&self, kind: FrameKind, on_reject: Error) -> Result<(), Error> {
+        if self.kind != kind {
+            return Err(Error::MpaKeyMismatch { expected: kind });
+        }
+        if self.reject {
+            return Err(on_reject);
+        }
+        if self.markers {
+            return Err(Error::MpaMarkersRequested);
+        }
+        Ok(())
+    }
+
     /// Total private data length on the wire, IRD/ORD words included.
     pub fn pd_len(&self) -> usize {
         self.private_data.len()
@@ -519,17 +534,7 @@ impl MpaConfig {
         request: &MpaFrame<'_>,
         private_data: &'a [u8],
     ) -> Result<(MpaFrame<'a>, Negotiated), Error> {
-        if request.kind != FrameKind::Request {
-            return Err(Error::MpaKeyMismatch {
-                expected: FrameKind::Request,
-            });
-        }
-        if request.reject {
-            return Err(Error::MpaRejectInRequest);
-        }
-        if request.markers {
-            return Err(Error::MpaMarkersRequested);
-        }
+        request.expect(FrameKind::Request, Error::MpaRejectInRequest)?;
         let revision = self.revision.min(request.revision);
         let crc = self.crc || request.crc;
         let mut settled = Negotiated {
@@ -596,17 +601,7 @@ impl MpaConfig {
 
     /// Initiator: checks the peer's `reply` to the request this config sent.
     pub fn complete(&self, reply: &MpaFrame<'_>) -> Result<Negotiated, Error> {
-        if reply.kind != FrameKind::Reply {
-            return Err(Error::MpaKeyMismatch {
-                expected: FrameKind::Reply,
-            });
-        }
-        if reply.reject {
-            return Err(Error::MpaRejected);
-        }
-        if reply.markers {
-            return Err(Error::MpaMarkersRequested);
-        }
+        reply.expect(FrameKind::Reply, Error::MpaRejected)?;
         let mismatch = Error::MpaRevisionMismatch {
             requested: self.revision as u8,
             replied: reply.revision as u8,
