@@ -20,4 +20,14 @@ errnos!(
     EOPNOTSUPP,
     /// Transport endpoint is not connected.
     ENOTCONN,
+    /// Address family not supported.
+    EAFNOSUPPORT,
+    /// Connection refused.
+    ECONNREFUSED,
+    /// Connection reset by peer.
+    ECONNRESET,
+    /// Connection timed out.
+    ETIMEDOUT,
+    /// Message too long.
+    EMSGSIZE,
 );

@@ -2,6 +2,28 @@
 /* riw's C shim; see helpers.h. */
 
 #include "helpers.h"
+#include <linux/scatterlist.h>
+#include <net/tcp.h>
+#include <linux/moduleparam.h>
+
+/* Module parameters (rust/params.rs reads them). */
+static bool mpa_crc_required;
+module_param(mpa_crc_required, bool, 0644);
+MODULE_PARM_DESC(mpa_crc_required, "Require CRC32c on every FPDU of new connections (default: only if the peer asks)");
+
+static bool peer_to_peer;
+module_param(peer_to_peer, bool, 0644);
+MODULE_PARM_DESC(peer_to_peer, "As initiator, request MPA peer-to-peer mode (RFC 6581) for new connections");
+
+bool riw_param_mpa_crc_required(void)
+{
+	return READ_ONCE(mpa_crc_required);
+}
+
+bool riw_param_peer_to_peer(void)
+{
+	return READ_ONCE(peer_to_peer);
+}
 
 struct net_device *riw_netdev_notifier_info_to_dev(void *info)
 {
@@ -130,4 +152,187 @@ void *riw_xa_find(struct xarray *xa, unsigned long *index)
 int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry)
 {
 	return xa_insert(xa, index, entry, GFP_KERNEL);
+}
+
+int riw_sock_create(struct net_device *ndev, int family, struct socket **res)
+{
+	/*
+	 * As a user socket (kern = 0): it holds a reference on the netdev's namespace, which
+	 * so outlives the connection, as it would for an application's socket.
+	 */
+	return __sock_create(dev_net(ndev), family, SOCK_STREAM, IPPROTO_TCP, res, 0);
+}
+
+void riw_sock_install(struct socket *sock, void *data, const struct riw_sock_callbacks *cb,
+		      struct riw_sock_callbacks *saved)
+{
+	struct sock *sk = sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	saved->data_ready = sk->sk_data_ready;
+	saved->state_change = sk->sk_state_change;
+	saved->write_space = sk->sk_write_space;
+	/* NOCOPY: connections a listener accepts do not inherit the pointer. */
+	__rcu_assign_sk_user_data_with_flags(sk, data, SK_USER_DATA_NOCOPY);
+	sk->sk_data_ready = cb->data_ready;
+	sk->sk_state_change = cb->state_change;
+	sk->sk_write_space = cb->write_space;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *saved)
+{
+	struct sock *sk = sock->sk;
+	void *data;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	data = __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+	rcu_assign_sk_user_data(sk, NULL);
+	sk->sk_data_ready = saved->data_ready;
+	sk->sk_state_change = saved->state_change;
+	sk->sk_write_space = saved->write_space;
+	write_unlock_bh(&sk->sk_callback_lock);
+	return data;
+}
+
+void *riw_sock_callback_begin(struct sock *sk)
+{
+	read_lock_bh(&sk->sk_callback_lock);
+	return __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+}
+
+void riw_sock_callback_end(struct sock *sk)
+{
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+int riw_sock_state(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_state);
+}
+
+int riw_sock_error(struct socket *sock)
+{
+	return sock_error(sock->sk);
+}
+
+int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more)
+{
+	struct msghdr msg = {
+		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
+	};
+	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return kernel_sendmsg(sock, &msg, &iov, 1, len);
+}
+
+int riw_sock_recv(struct socket *sock, void *buf, size_t len)
+{
+	struct msghdr msg = {};
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+
+	return kernel_recvmsg(sock, &msg, &iov, 1, len, MSG_DONTWAIT);
+}
+
+unsigned int riw_sock_mss(struct socket *sock)
+{
+	return READ_ONCE(tcp_sk(sock->sk)->mss_cache);
+}
+
+void riw_sock_setup(struct socket *sock)
+{
+	tcp_sock_set_nodelay(sock->sk);
+	sock_set_reuseaddr(sock->sk);
+}
+
+void riw_sock_no_linger(struct socket *sock)
+{
+	sock_no_linger(sock->sk);
+}
+
+int riw_sock_bind_to_netdev(struct socket *sock, struct net_device *ndev)
+{
+	return sock_bindtoindex(sock->sk, ndev->ifindex, true);
+}
+
+static int riw_sockaddr_len(const struct sockaddr_storage *addr)
+{
+	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in);
+}
+
+int riw_sock_connect(struct socket *sock, struct sockaddr_storage *addr)
+{
+	return kernel_connect(sock, (struct sockaddr *)addr, riw_sockaddr_len(addr), O_NONBLOCK);
+}
+
+int riw_sock_bind(struct socket *sock, struct sockaddr_storage *addr)
+{
+	return kernel_bind(sock, (struct sockaddr *)addr, riw_sockaddr_len(addr));
+}
+
+int riw_sock_name(struct socket *sock, struct sockaddr_storage *addr, bool peer)
+{
+	int ret = peer ? kernel_getpeername(sock, (struct sockaddr *)addr) :
+			 kernel_getsockname(sock, (struct sockaddr *)addr);
+
+	return ret < 0 ? ret : 0;
+}
+
+int riw_sock_accept(struct socket *sock, struct socket **res)
+{
+	return kernel_accept(sock, res, O_NONBLOCK);
+}
+
+int riw_sock_listen(struct socket *sock, int backlog)
+{
+	return kernel_listen(sock, backlog);
+}
+
+struct workqueue_struct *riw_alloc_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name);
+}
+
+void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
+{
+	INIT_DELAYED_WORK(dwork, fn);
+}
+
+bool riw_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
+			  unsigned long delay)
+{
+	return mod_delayed_work(wq, dwork, delay);
+}
+
+bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
+			    unsigned long delay)
+{
+	return queue_delayed_work(wq, dwork, delay);
+}
+
+unsigned long riw_msecs_to_jiffies(unsigned int ms)
+{
+	return msecs_to_jiffies(ms);
+}
+
+unsigned long riw_jiffies(void)
+{
+	return READ_ONCE(jiffies);
+}
+
+void riw_init_completion(struct completion *done)
+{
+	init_completion(done);
+}
+
+int riw_umem_copy_to(struct ib_umem *umem, size_t offset, const void *src, size_t len)
+{
+	size_t done;
+
+	if (offset > umem->length || len > umem->length - offset)
+		return -EINVAL;
+	done = sg_pcopy_from_buffer(umem->sgt_append.sgt.sgl, umem->sgt_append.sgt.orig_nents,
+				    src, len, offset + ib_umem_offset(umem));
+	return done == len ? 0 : -EFAULT;
 }

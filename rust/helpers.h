@@ -13,6 +13,10 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
+#include <linux/net.h>
+#include <linux/completion.h>
+#include <linux/workqueue.h>
+#include <net/sock.h>
 
 struct net_device *riw_netdev_notifier_info_to_dev(void *info);
 void riw_dev_hold(struct net_device *dev);
@@ -46,4 +50,48 @@ struct riw_mmap_entry {
 
 void *riw_vmalloc_user(unsigned long size);
 void *riw_vzalloc(unsigned long size);
+
+bool riw_param_mpa_crc_required(void);
+bool riw_param_peer_to_peer(void);
+
+/* Kernel TCP sockets. */
+struct riw_sock_callbacks {
+	void (*data_ready)(struct sock *sk);
+	void (*state_change)(struct sock *sk);
+	void (*write_space)(struct sock *sk);
+};
+
+int riw_sock_create(struct net_device *ndev, int family, struct socket **res);
+void riw_sock_install(struct socket *sock, void *data, const struct riw_sock_callbacks *cb,
+		      struct riw_sock_callbacks *saved);
+void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *saved);
+void *riw_sock_callback_begin(struct sock *sk);
+void riw_sock_callback_end(struct sock *sk);
+int riw_sock_state(struct sock *sk);
+int riw_sock_error(struct socket *sock);
+int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more);
+int riw_sock_recv(struct socket *sock, void *buf, size_t len);
+unsigned int riw_sock_mss(struct socket *sock);
+void riw_sock_setup(struct socket *sock);
+void riw_sock_no_linger(struct socket *sock);
+int riw_sock_bind_to_netdev(struct socket *sock, struct net_device *ndev);
+int riw_sock_connect(struct socket *sock, struct sockaddr_storage *addr);
+int riw_sock_bind(struct socket *sock, struct sockaddr_storage *addr);
+int riw_sock_name(struct socket *sock, struct sockaddr_storage *addr, bool peer);
+int riw_sock_accept(struct socket *sock, struct socket **res);
+int riw_sock_listen(struct socket *sock, int backlog);
+
+/* Work queues, delayed work and completions. */
+struct workqueue_struct *riw_alloc_workqueue(const char *name);
+void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
+bool riw_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
+			  unsigned long delay);
+bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
+			    unsigned long delay);
+unsigned long riw_msecs_to_jiffies(unsigned int ms);
+unsigned long riw_jiffies(void);
+void riw_init_completion(struct completion *done);
+
+/* Copies into pinned user memory. */
+int riw_umem_copy_to(struct ib_umem *umem, size_t offset, const void *src, size_t len);
 #endif

@@ -69,6 +69,27 @@ impl<T: Send + Sync> ArcTable<T> {
         }
     }
 
+    /// Calls `f` on every object in the table, under the table's lock (so `f` must not
+    /// sleep).
+    pub fn for_each(&self, mut f: impl FnMut(&Arc<T>)) {
+        let mut index: core::ffi::c_ulong = 0;
+        // SAFETY: Initialised by the invariant. Under the lock no entry is removed, so the
+        // table's references keep each object alive while `f` borrows it.
+        unsafe {
+            bindings::riw_xa_lock(self.xa.get());
+            loop {
+                let ptr = bindings::riw_xa_find(self.xa.get(), &mut index);
+                if ptr.is_null() {
+                    break;
+                }
+                let table_ref = core::mem::ManuallyDrop::new(Arc::from_raw(ptr.cast::<T>()));
+                f(&table_ref);
+                index += 1;
+            }
+            bindings::riw_xa_unlock(self.xa.get());
+        }
+    }
+
     /// Takes the object at `index` out of the table.
     pub fn remove(&self, index: u32) -> Option<Arc<T>> {
         // SAFETY: Initialised by the invariant; an entry's reference passes to us.

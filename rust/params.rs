@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! riw's module parameters. They are declared in the C shim (`module_param` is a macro the
+//! `kernel` crate of this kernel has no counterpart for); here they are read, live, since
+//! they are writable at run time through /sys/module/riw/parameters/.
+
+use super::bindings;
+
+/// `mpa_crc_required`: riw insists on CRC32c in every FPDU, in both roles.
+pub fn mpa_crc_required() -> bool {
+    // SAFETY: Reads a module-global boolean (READ_ONCE).
+    unsafe { bindings::riw_param_mpa_crc_required() }
+}
+
+/// `peer_to_peer`: as initiator, riw asks for MPA peer-to-peer mode and sends the
+/// ready-to-receive message.
+pub fn peer_to_peer() -> bool {
+    // SAFETY: As above.
+    unsafe { bindings::riw_param_peer_to_peer() }
+}

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An owned work queue, delayed work items of reference-counted objects, completions and
+//! jiffies: what an engine that runs in process context, woken by socket callbacks and
+//! timeouts, needs beyond `kernel::workqueue`.
+
+use super::bindings;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::types::Opaque;
+
+/// A work queue of its own (unbound, with a rescuer), destroyed, after draining, on drop.
+///
+/// # Invariants
+///
+/// `wq` is a live work queue from `alloc_workqueue`, owned by this object.
+pub struct Queue {
+    wq: NonNull<bindings::workqueue_struct>,
+}
+
+// SAFETY: Work queues are used from any context by design.
+unsafe impl Send for Queue {}
+// SAFETY: As above.
+unsafe impl Sync for Queue {}
+
+impl Queue {
+    /// A new queue named `name` (the name is copied).
+    pub fn new(name: &CStr) -> Result<Self> {
+        // SAFETY: `name` is NUL-terminated; the format string copies it.
+        let wq = unsafe { bindings::riw_alloc_workqueue(name.as_char_ptr().cast()) };
+        Ok(Self {
+            wq: NonNull::new(wq).ok_or(ENOMEM)?,
+        })
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // SAFETY: Owned. Items still queued run first; the owners of delayed items cancel
+        // their timers before the queue goes (see `DelayedWork`).
+        unsafe { bindings::destroy_workqueue(self.wq.as_ptr()) };
+    }
+}
+
+/// An object that runs in a work queue, later or at once: `run` gets a reference to it.
+pub trait DelayedWorkItem: Send + Sync + Sized + 'static {
+    /// The work item embedded in the object.
+    fn delayed_work(&self) -> &DelayedWork<Self>;
+
+    /// Runs in process context; never concurrently with itself.
+    fn run(this: Arc<Self>);
+}
+
+/// A `struct delayed_work` inside a `T`. While the item is pending it owns one reference
+/// to its `T`, which the run (or a successful cancel) takes back.
+///
+/// # Invariants
+///
+/// `dw` is initialised with the callback of `T`; `owner` is NULL or the address of the `T`
+/// containing this item, as `Arc::into_raw` gives it.
+#[repr(C)]
+#[pin_data]
+pub struct DelayedWork<T> {
+    #[pin]
+    dw: Opaque<bindings::delayed_work>,
+    owner: AtomicPtr<T>,
+    _owner: PhantomData<Arc<T>>,
+}
+
+// SAFETY: The C item is driven by the work queue code, which synchronises itself.
+unsafe impl<T: Send + Sync> Send for DelayedWork<T> {}
+// SAFETY: As above.
+unsafe impl<T: Send + Sync> Sync for DelayedWork<T> {}
+
+impl<T: DelayedWorkItem> DelayedWork<T> {
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `dw` is valid for writes and pinned inside its owner.
+            dw <- Opaque::ffi_init(|dw| unsafe {
+                bindings::riw_init_delayed_work(dw, Some(Self::callback))
+            }),
+            owner: AtomicPtr::new(core::ptr::null_mut()),
+            _owner: PhantomData,
+        })
+    }
+
+    /// A new reference to `this` as a raw pointer for the queue, once checked that this
+    /// item lies inside `this`, recorded as the owner.
+    fn owner_ref(this: &Arc<T>) -> Option<*const T> {
+        let ptr = Arc::into_raw(this.clone());
+        let item = this.delayed_work() as *const Self as usize;
+        let start = ptr as usize;
+        if item < start || item + core::mem::size_of::<Self>() > start + core::mem::size_of::<T>() {
+            // Not `this`'s own item: refuse rather than run the wrong object.
+            // SAFETY: From `into_raw` above, not given to anyone.
+            drop(unsafe { Arc::from_raw(ptr) });
+            return None;
+        }
+        this.delayed_work()
+            .owner
+            .store(ptr.cast_mut(), Ordering::Relaxed);
+        Some(ptr)
+    }
+
+    /// Runs `this` as soon as possible, earlier than a pending timeout would.
+    pub fn run_now(this: &Arc<T>, queue: &Queue) {
+        let Some(ptr) = Self::owner_ref(this) else {
+            return;
+        };
+        // SAFETY: A live queue and an initialised item; a pending item already owns a
+        // reference, so ours goes back if it was pending.
+        let was_pending = unsafe {
+            bindings::riw_mod_delayed_work(queue.wq.as_ptr(), this.delayed_work().dw.get(), 0)
+        };
+        if was_pending {
+            // SAFETY: Our reference from `owner_ref`, not taken by the queue.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
+
+    /// Runs `this` after `jiffies`, unless it is pending already (then nothing changes).
+    pub fn run_after(this: &Arc<T>, queue: &Queue, jiffies: u64) {
+        let Some(ptr) = Self::owner_ref(this) else {
+            return;
+        };
+        let delay = core::ffi::c_ulong::try_from(jiffies).unwrap_or(core::ffi::c_ulong::MAX);
+        // SAFETY: As in `run_now`; a newly queued item takes our reference.
+        let queued = unsafe {
+            bindings::riw_queue_delayed_work(queue.wq.as_ptr(), this.delayed_work().dw.get(), delay)
+        };
+        if !queued {
+            // SAFETY: Our reference from `owner_ref`, not taken by the queue.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
+
+    /// Cancels a pending run (a running one finishes).
+    pub fn cancel(this: &Arc<T>) {
+        let item = this.delayed_work();
+        // SAFETY: An initialised item.
+        if unsafe { bindings::cancel_delayed_work(item.dw.get()) } {
+            let ptr = item.owner.load(Ordering::Relaxed);
+            // SAFETY: A pending item held the reference of `owner_ref` on `owner`, which
+            // the cancel handed back to us; `this` keeps the object alive meanwhile.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
+
+    /// Cancels a pending run and waits for a running one to finish.
+    pub fn cancel_sync(this: &Arc<T>) {
+        let item = this.delayed_work();
+        // SAFETY: An initialised item; may sleep, as the caller can.
+        if unsafe { bindings::cancel_delayed_work_sync(item.dw.get()) } {
+            let ptr = item.owner.load(Ordering::Relaxed);
+            // SAFETY: As in `cancel`.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
+
+    unsafe extern "C" fn callback(work: *mut bindings::work_struct) {
+        // `work` is the first field of `struct delayed_work`, itself the first field of
+        // this `repr(C)` type.
+        let item = work.cast::<Self>();
+        // SAFETY: The queue calls this for an item queued by `run_now`/`run_after`, which
+        // stored the owner before queueing; the owner is alive through the reference the
+        // pending item owned, which passes to `run`.
+        unsafe {
+            let ptr = (*item).owner.load(Ordering::Relaxed);
+            T::run(Arc::from_raw(ptr));
+        }
+    }
+}
+
+/// A `struct completion`: one side waits until the other signals.
+///
+/// # Invariants
+///
+/// `done` is initialised.
+#[pin_data]
+pub struct Completion {
+    #[pin]
+    done: Opaque<bindings::completion>,
+}
+
+// SAFETY: Completions are used across threads by design.
+unsafe impl Send for Completion {}
+// SAFETY: As above.
+unsafe impl Sync for Completion {}
+
+impl Completion {
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `done` is valid for writes and pinned.
+            done <- Opaque::ffi_init(|done| unsafe { bindings::riw_init_completion(done) }),
+        })
+    }
+
+    /// Signals one waiter (or the next one to wait).
+    pub fn complete(&self) {
+        // SAFETY: Initialised (type invariant).
+        unsafe { bindings::complete(self.done.get()) };
+    }
+
+    /// Waits, uninterruptibly, for `complete`.
+    pub fn wait(&self) {
+        // SAFETY: Initialised (type invariant); may sleep, as the caller can.
+        unsafe { bindings::wait_for_completion(self.done.get()) };
+    }
+}
+
+/// The current time in jiffies.
+pub fn jiffies() -> u64 {
+    // SAFETY: Reads a global counter.
+    u64::from(unsafe { bindings::riw_jiffies() })
+}
+
+/// `ms` milliseconds in jiffies.
+pub fn msecs_to_jiffies(ms: u32) -> u64 {
+    // SAFETY: Pure conversion.
+    u64::from(unsafe { bindings::riw_msecs_to_jiffies(ms) })
+}
