@@ -3,6 +3,7 @@
 //! RDMA devices: the driver's operations table and the `struct ib_device` it backs.
 
 use super::driver;
+use super::iwcm::{self, CmId, ConnParam};
 use super::mmap;
 use super::mr::{self, Mr, MrKeys};
 use super::qp::{self, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify};
@@ -272,6 +273,23 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 
     /// Adds the page at DMA address `addr` to the mapping; an error ends it there.
     fn map_mr_page(dev: &Device<Self>, mr: &Mr<Self>, addr: u64) -> Result;
+
+    /// Connects the QP numbered `param.qpn` to `id`'s remote address; the outcome is
+    /// reported to `id` as one `ConnectReply` (an error here precludes it).
+    fn iw_connect(dev: &Device<Self>, id: CmId, param: &ConnParam<'_>) -> Result;
+
+    /// Accepts the connection request `id` was created for (its provider data is the
+    /// event's) on the QP numbered `param.qpn`; reported as `Established`.
+    fn iw_accept(dev: &Device<Self>, id: CmId, param: &ConnParam<'_>) -> Result;
+
+    /// Rejects the connection request `id` was created for, with `private_data`.
+    fn iw_reject(dev: &Device<Self>, id: &CmId, private_data: &[u8]) -> Result;
+
+    /// Listens on `id`'s local address; requests are reported to `id`.
+    fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: u32) -> Result;
+
+    /// Stops listening for `id`.
+    fn iw_destroy_listen(dev: &Device<Self>, id: &CmId);
 }
 
 /// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
@@ -466,6 +484,14 @@ impl<T: DeviceOps> Device<T> {
             alloc_mr: Some(mr::alloc_mr_callback::<T>),
             dereg_mr: Some(mr::dereg_mr_callback::<T>),
             map_mr_sg: Some(mr::map_mr_sg_callback::<T>),
+            iw_connect: Some(iwcm::iw_connect_callback::<T>),
+            iw_accept: Some(iwcm::iw_accept_callback::<T>),
+            iw_reject: Some(iwcm::iw_reject_callback::<T>),
+            iw_create_listen: Some(iwcm::iw_create_listen_callback::<T>),
+            iw_destroy_listen: Some(iwcm::iw_destroy_listen_callback::<T>),
+            iw_add_ref: Some(qp::iw_add_ref_callback::<T>),
+            iw_rem_ref: Some(qp::iw_rem_ref_callback::<T>),
+            iw_get_qp: Some(qp::iw_get_qp_callback::<T>),
             size_ib_qp: core::mem::size_of::<Qp<T>>(),
             size_ib_srq: core::mem::size_of::<Srq<T>>(),
             size_ib_pd: core::mem::size_of::<Pd<T>>(),
@@ -522,6 +548,34 @@ impl<T: DeviceOps> Device<T> {
     pub(crate) fn remove_qp(&self, qp_num: u32) {
         // SAFETY: The table is initialised (type invariant).
         unsafe { bindings::xa_erase(self.qps.get(), qp_num.into()) };
+    }
+
+    /// Calls `get` on the QP numbered `qp_num`, if listed, under the table's lock (which
+    /// `remove_qp` also takes).
+    pub(crate) fn lookup_qp_locked(
+        &self,
+        qp_num: u32,
+        get: impl FnOnce(*mut bindings::ib_qp),
+    ) -> Option<core::ptr::NonNull<bindings::ib_qp>> {
+        // SAFETY: The table is initialised (type invariant); `xa_load` under the lock.
+        unsafe {
+            bindings::riw_xa_lock(self.qps.get());
+            let qp =
+                core::ptr::NonNull::new(bindings::xa_load(self.qps.get(), qp_num.into()).cast());
+            if let Some(qp) = qp {
+                get(qp.as_ptr());
+            }
+            bindings::riw_xa_unlock(self.qps.get());
+            qp
+        }
+    }
+
+    /// A counted reference to the device, unless it is being unregistered.
+    pub fn try_ref(&self) -> Option<DeviceRef<T>> {
+        // SAFETY: The device is alive (we are borrowed from it).
+        unsafe { bindings::riw_ib_device_try_get(self.as_raw()) }.then(|| DeviceRef {
+            dev: core::ptr::NonNull::from(self),
+        })
     }
 
     /// The QP numbered `qp_num`, or NULL: an address for a completion, never dereferenced
@@ -673,6 +727,37 @@ fn copy_c_string(dst: &mut [core::ffi::c_char], src: &[u8]) {
         *end = 0;
     }
 }
+
+/// A counted reference to a registered device (`ib_device_try_get`): unregistration waits
+/// until it is dropped.
+///
+/// # Invariants
+///
+/// `dev` is a device of `T` on which this object holds one reference.
+pub struct DeviceRef<T: DeviceOps> {
+    dev: core::ptr::NonNull<Device<T>>,
+}
+
+impl<T: DeviceOps> Deref for DeviceRef<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: Alive while referenced (type invariant).
+        unsafe { self.dev.as_ref() }
+    }
+}
+
+impl<T: DeviceOps> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: Releases the reference `try_ref` took.
+        unsafe { bindings::ib_device_put(self.dev.as_ptr().cast()) };
+    }
+}
+
+// SAFETY: A device is usable from any thread (see `Device`).
+unsafe impl<T: DeviceOps> Send for DeviceRef<T> {}
+// SAFETY: As above.
+unsafe impl<T: DeviceOps> Sync for DeviceRef<T> {}
 
 // Devices are shared by every context the core calls ops from.
 // SAFETY: The `ib_device` part is synchronised by the RDMA core; `T: Sync + Send`.

@@ -96,6 +96,11 @@ impl QueueMemory {
         Ok((Self { addr, len, entry }, key))
     }
 
+    /// Whether userspace maps the memory (rather than a kernel consumer owning it).
+    pub fn is_user(&self) -> bool {
+        self.entry.is_some()
+    }
+
     /// A pointer to `size` bytes at `offset`, if they are inside and `align`-aligned.
     fn at(&self, offset: usize, size: usize, align: usize) -> Option<*mut u8> {
         let end = offset.checked_add(size)?;

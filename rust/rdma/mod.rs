@@ -14,6 +14,7 @@
 
 mod device;
 mod driver;
+mod iwcm;
 mod mmap;
 mod mr;
 mod object;
@@ -23,13 +24,14 @@ mod verbs;
 mod wr;
 
 pub use device::{
-    Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState,
+    Device, DeviceAttr, DeviceRef, DeviceOps, DeviceParams, Gid, Mtu, PortAttr, PortEvent, PortState,
     DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
 pub use driver::Driver;
+pub use iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 pub use mmap::QueueMemory;
-pub use mr::{access, Mr, MrKeys, UserMemory};
-pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, Srq, SrqAttr, SrqModify};
+pub use mr::{access, DmaMemory, Mr, MrKeys, UserMemory};
+pub use qp::{Qp, QpAttr, QpRef, QpCaps, QpInit, QpModify, QpState, Srq, SrqAttr, SrqModify};
 pub use ucontext::UData;
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};
 pub use wr::{RecvChain, SendChain, SendOp, Sge, WcOpcode, WcStatus, WorkCompletion};

@@ -65,6 +65,74 @@ impl UserMemory {
     }
 }
 
+impl UserMemory {
+    /// Copies `dst.len()` bytes from `offset` of the region (from its start address).
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        // SAFETY: A live umem (type invariant); the copy checks the range against its
+        // length and goes through the pinned pages, never through the user mapping.
+        let ret = unsafe {
+            bindings::ib_umem_copy_from(
+                dst.as_mut_ptr().cast(),
+                self.umem.as_ptr(),
+                offset,
+                dst.len(),
+            )
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+
+    /// Copies `src` to `offset` of the region.
+    pub fn write(&self, offset: usize, src: &[u8]) -> Result {
+        // SAFETY: As for `read`.
+        let ret = unsafe {
+            bindings::riw_umem_copy_to(self.umem.as_ptr(), offset, src.as_ptr().cast(), src.len())
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+}
+
+/// The memory a kernel consumer's DMA region (`get_dma_mr`) names. riw is a software
+/// device without a DMA device, so the RDMA core maps buffers "virtually": a DMA address
+/// is the kernel virtual address of the buffer.
+pub struct DmaMemory(());
+
+impl DmaMemory {
+    /// The kernel's memory, as the DMA regions of kernel consumers of `T` address it.
+    pub fn of_kernel_consumers<T: DeviceOps>(_dev: &Device<T>) -> Self {
+        Self(())
+    }
+
+    /// Copies `dst.len()` bytes from DMA address `addr`.
+    pub fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
+        let src = usize::try_from(addr).map_err(|_| EFAULT)?;
+        if src == 0 || src.checked_add(dst.len()).is_none() {
+            return Err(EFAULT);
+        }
+        // SAFETY: A kernel consumer posts SGEs of its DMA region only for buffers it has
+        // mapped (`ib_dma_map_*`, here their kernel addresses) and keeps until the work
+        // request completes, which is after this copy; `dst` is ours.
+        unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// Copies `src` to DMA address `addr`.
+    pub fn write(&self, addr: u64, src: &[u8]) -> Result {
+        let dst = usize::try_from(addr).map_err(|_| EFAULT)?;
+        if dst == 0 || dst.checked_add(src.len()).is_none() {
+            return Err(EFAULT);
+        }
+        // SAFETY: As for `read`: a mapped receive (or target) buffer of the consumer.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
+        Ok(())
+    }
+}
+
 impl Drop for UserMemory {
     fn drop(&mut self) {
         // SAFETY: From `ib_umem_get`, released once.

@@ -3,18 +3,193 @@
 //! Queue pairs and shared receive queues: their attributes in Rust terms and the C
 //! trampolines of their ops.
 
-use super::device::DeviceOps;
+use super::device::{Device, DeviceOps};
 use super::object::Object;
 use super::ucontext::UData;
 use super::verbs::Cq;
 use super::wr::{RecvChain, SendChain};
 use crate::kernel_ext::bindings;
+use crate::kernel_ext::workqueue::Completion;
 use core::ffi::c_int;
+use core::marker::PhantomData;
+use core::ops::Deref;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::error::from_result;
 use kernel::prelude::*;
 
 /// A queue pair of driver `T`.
-pub type Qp<T> = Object<bindings::ib_qp, <T as DeviceOps>::Qp>;
+pub type Qp<T> = Object<bindings::ib_qp, QpCell<<T as DeviceOps>::Qp>>;
+
+/// A QP's driver data and the references held on the QP: the core's own, the iWARP
+/// connection manager's (`iw_add_ref`) and the driver's [`QpRef`]s. Destroying a QP waits
+/// until all but the core's are gone, so a reference keeps the QP's memory alive.
+#[pin_data]
+pub struct QpCell<D> {
+    refs: AtomicUsize,
+    #[pin]
+    released: Completion,
+    #[pin]
+    data: D,
+}
+
+impl<D> Deref for QpCell<D> {
+    type Target = D;
+
+    fn deref(&self) -> &D {
+        &self.data
+    }
+}
+
+impl<D> QpCell<D> {
+    fn new(data: impl PinInit<D, Error>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            refs: AtomicUsize::new(1),
+            released <- Completion::new(),
+            data <- data,
+        })
+    }
+
+    fn get(&self) {
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn put(&self) {
+        if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.released.complete();
+        }
+    }
+}
+
+/// A reference to a queue pair of driver `T`, which keeps it from being destroyed.
+///
+/// # Invariants
+///
+/// `qp` is a live QP of a device of `T` on which this object holds one reference
+/// (`QpCell::refs`).
+pub struct QpRef<T: DeviceOps> {
+    qp: NonNull<bindings::ib_qp>,
+    _qp: PhantomData<T>,
+}
+
+// SAFETY: The QP is shared with the core and other threads anyway; its driver data is
+// `Send + Sync` (required by `DeviceOps`).
+unsafe impl<T: DeviceOps> Send for QpRef<T> {}
+// SAFETY: As above.
+unsafe impl<T: DeviceOps> Sync for QpRef<T> {}
+
+impl<T: DeviceOps> Deref for QpRef<T> {
+    type Target = Qp<T>;
+
+    fn deref(&self) -> &Qp<T> {
+        // SAFETY: Live while we hold the reference (type invariant).
+        unsafe { Qp::<T>::from_raw(self.qp.as_ptr()) }
+    }
+}
+
+impl<T: DeviceOps> Clone for QpRef<T> {
+    fn clone(&self) -> Self {
+        self.deref().get_cell().get();
+        Self {
+            qp: self.qp,
+            _qp: PhantomData,
+        }
+    }
+}
+
+impl<T: DeviceOps> Drop for QpRef<T> {
+    fn drop(&mut self) {
+        self.deref().get_cell().put();
+    }
+}
+
+impl<D> Object<bindings::ib_qp, QpCell<D>> {
+    fn get_cell(&self) -> &QpCell<D> {
+        self
+    }
+
+    /// A new reference to this QP.
+    pub fn new_ref<T: DeviceOps>(&self) -> QpRef<T>
+    where
+        Self: IsQpOf<T>,
+    {
+        self.get_cell().get();
+        QpRef {
+            // `repr(C)` with the C object first: the object's address is the `ib_qp`'s.
+            qp: NonNull::from(self).cast(),
+            _qp: PhantomData,
+        }
+    }
+}
+
+impl<D> Object<bindings::ib_qp, D> {
+    /// Reports a fatal error of the QP to its consumer (`IB_EVENT_QP_FATAL`).
+    pub fn report_fatal(&self) {
+        let qp = self.as_raw();
+        // SAFETY: A live QP; the core set the handler (possibly none), its context and the
+        // device at creation. The handler copies what it keeps of the event.
+        unsafe {
+            if let Some(handler) = (*qp).event_handler {
+                let mut event = bindings::ib_event {
+                    device: (*qp).device,
+                    event: bindings::ib_event_type_IB_EVENT_QP_FATAL,
+                    ..Default::default()
+                };
+                event.element.qp = qp;
+                handler(&mut event, (*qp).qp_context);
+            }
+        }
+    }
+
+    /// The shared receive queue the QP takes its receives from, if any.
+    pub fn srq<T: DeviceOps>(&self) -> Option<&Srq<T>>
+    where
+        Self: IsQpOf<T>,
+    {
+        // SAFETY: Set by the core at creation; it holds the SRQ (its use count) until the
+        // QP is destroyed, and it is an SRQ of the QP's device, of driver `T`.
+        unsafe {
+            let srq = (*self.as_raw()).srq;
+            (!srq.is_null()).then(|| Srq::<T>::from_raw(srq))
+        }
+    }
+}
+
+impl<T: DeviceOps> Device<T> {
+    /// A reference to the QP numbered `qp_num`, unless it is gone or being destroyed.
+    pub fn qp_ref(&self, qp_num: u32) -> Option<QpRef<T>> {
+        let qp = self.lookup_qp_locked(qp_num, |qp| {
+            // SAFETY: Under the table lock a listed QP is not destroyed yet (destruction
+            // unlists it first), so its data is alive and the core's reference held.
+            unsafe { Qp::<T>::from_raw(qp) }.get_cell().get();
+        })?;
+        Some(QpRef {
+            qp,
+            _qp: PhantomData,
+        })
+    }
+}
+
+impl<D> Object<bindings::ib_srq, D> {
+    /// Reports that fewer receives than the armed limit remain
+    /// (`IB_EVENT_SRQ_LIMIT_REACHED`).
+    pub fn report_limit_reached(&self) {
+        let srq = self.as_raw();
+        // SAFETY: A live SRQ; the core set the handler (possibly none), its context and the
+        // device at creation. The handler copies what it keeps of the event.
+        unsafe {
+            if let Some(handler) = (*srq).event_handler {
+                let mut event = bindings::ib_event {
+                    device: (*srq).device,
+                    event: bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+                    ..Default::default()
+                };
+                event.element.srq = srq;
+                handler(&mut event, (*srq).srq_context);
+            }
+        }
+    }
+}
 /// A shared receive queue of driver `T`.
 pub type Srq<T> = Object<bindings::ib_srq, <T as DeviceOps>::Srq>;
 
@@ -162,6 +337,16 @@ impl<D> Object<bindings::ib_qp, D> {
         unsafe { Cq::<T>::from_raw((*self.as_raw()).send_cq) }
     }
 
+    /// The protection domain of the QP.
+    pub fn pd<T: DeviceOps>(&self) -> &super::verbs::Pd<T>
+    where
+        Self: IsQpOf<T>,
+    {
+        // SAFETY: The core sets `pd` before creation and holds the PD (its use count) until
+        // the QP is destroyed; it is a PD of the QP's device, of driver `T`.
+        unsafe { super::verbs::Pd::<T>::from_raw((*self.as_raw()).pd) }
+    }
+
     /// The completion queue of the receive queue (or of the SRQ's receives).
     pub fn recv_cq<T: DeviceOps>(&self) -> &Cq<T>
     where
@@ -170,6 +355,27 @@ impl<D> Object<bindings::ib_qp, D> {
         // SAFETY: As for `send_cq`.
         unsafe { Cq::<T>::from_raw((*self.as_raw()).recv_cq) }
     }
+}
+
+/// The iWARP connection manager's references on a QP (`iw_add_ref`, `iw_rem_ref`).
+pub(super) unsafe extern "C" fn iw_add_ref_callback<T: DeviceOps>(qp: *mut bindings::ib_qp) {
+    // SAFETY: The connection manager passes a QP of a device of `T` it got from `iw_get_qp`
+    // and that its consumer has not destroyed.
+    unsafe { Qp::<T>::from_raw(qp) }.get_cell().get();
+}
+
+pub(super) unsafe extern "C" fn iw_rem_ref_callback<T: DeviceOps>(qp: *mut bindings::ib_qp) {
+    // SAFETY: Drops a reference `iw_add_ref_callback` took; the QP lives until then.
+    unsafe { Qp::<T>::from_raw(qp) }.get_cell().put();
+}
+
+pub(super) unsafe extern "C" fn iw_get_qp_callback<T: DeviceOps>(
+    ib: *mut bindings::ib_device,
+    qpn: c_int,
+) -> *mut bindings::ib_qp {
+    // SAFETY: The core calls device ops only on live devices of this driver.
+    let dev = unsafe { Device::<T>::from_raw(ib) };
+    u32::try_from(qpn).map_or(core::ptr::null_mut(), |qpn| dev.qp_ptr(qpn))
 }
 
 /// `Qp<T>` is the QP type of driver `T` (ties a QP's CQs to the same driver).
@@ -201,13 +407,14 @@ pub(super) unsafe extern "C" fn create_qp_callback<T: DeviceOps>(
         let (qp_num, caps, data) = T::create_qp(dev, &init, udata.as_mut())?;
         // SAFETY: A fresh QP of `size_ib_qp` bytes.
         unsafe {
-            Qp::<T>::init(qp, data)?;
+            Qp::<T>::init(qp, QpCell::new(data))?;
             (*qp).qp_num = qp_num;
         }
         if let Err(e) = dev.insert_qp(qp_num, qp) {
             // SAFETY: Initialised above, never published: undo it.
             unsafe {
                 T::destroy_qp(dev, Qp::<T>::from_raw(qp));
+                Qp::<T>::from_raw(qp).get_cell().put();
                 Qp::<T>::drop_data(qp);
             }
             return Err(e);
@@ -221,11 +428,16 @@ pub(super) unsafe extern "C" fn destroy_qp_callback<T: DeviceOps>(
     qp: *mut bindings::ib_qp,
     _udata: *mut bindings::ib_udata,
 ) -> c_int {
-    // SAFETY: A QP set up by `create_qp_callback`, destroyed once.
+    // SAFETY: A QP set up by `create_qp_callback`, destroyed once. Unlisted first, so no
+    // new reference is taken; the driver's `destroy_qp` makes its holders let go, and the
+    // data is dropped once the last reference is gone.
     unsafe {
         let dev = Qp::<T>::device::<T>(qp);
         dev.remove_qp((*qp).qp_num);
-        T::destroy_qp(dev, Qp::<T>::from_raw(qp));
+        let q = Qp::<T>::from_raw(qp);
+        T::destroy_qp(dev, q);
+        q.get_cell().put();
+        q.get_cell().released.wait();
         Qp::<T>::drop_data(qp);
     }
     0
