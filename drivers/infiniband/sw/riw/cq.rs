@@ -40,6 +40,8 @@ pub(crate) struct Completion {
     pub(crate) bytes: u32,
     pub(crate) qp_num: u32,
     pub(crate) solicited: bool,
+    /// The STag a received Send with Invalidate invalidated.
+    pub(crate) invalidated: Option<u32>,
 }
 
 /// A kernel CQ's entry as the verbs report it.
@@ -71,7 +73,8 @@ fn work_completion(cqe: &uapi::siw_cqe) -> WorkCompletion {
         byte_len: cqe.bytes,
         // riw writes the QP number in every entry it produces.
         qp_num: u32::try_from(cqe.qp_id()).unwrap_or(0),
-        invalidated_rkey: None,
+        invalidated_rkey: (cqe.flags & uapi::siw_wqe_flags_SIW_WQE_REM_INVAL as u8 != 0)
+            .then(|| cqe.inval_stag()),
     }
 }
 
@@ -91,6 +94,7 @@ impl Completion {
             bytes: 0,
             qp_num,
             solicited: false,
+            invalidated: None,
         }
     }
 }
@@ -200,13 +204,20 @@ impl RiwCq {
             }
             let mut cqe = uapi::siw_cqe {
                 id: c.wr_id,
-                flags: 0,
+                flags: if c.invalidated.is_some() {
+                    uapi::siw_wqe_flags_SIW_WQE_REM_INVAL as u8
+                } else {
+                    0
+                },
                 opcode: c.opcode as u8,
                 status: c.status as u16,
                 bytes: c.bytes,
                 ..Default::default()
             };
             cqe.__bindgen_anon_2.qp_id = u64::from(c.qp_num);
+            if let Some(stag) = c.invalidated {
+                cqe.__bindgen_anon_1.inval_stag = stag;
+            }
             this.ring.write(offset, &cqe)?;
             this.ring.store_u8_release(offset + CQE_FLAGS, VALID)?;
             *next = next.wrapping_add(1);

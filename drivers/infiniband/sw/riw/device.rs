@@ -3,15 +3,18 @@
 //! One riw RNIC: an RDMA device bound to an Ethernet netdev, with the limits riw
 //! advertises and the port that follows the netdev.
 
+use crate::cm::{Endpoint, Listener};
 use crate::cq::RiwCq;
+use crate::flush::Flusher;
 use crate::kernel_ext::ida::IdAllocator;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
-    Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mr, MrKeys, Mtu, Pd,
-    PortAttr, PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, RecvChain, SendChain,
-    Srq, SrqAttr, SrqModify, UData, WorkCompletion, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW,
-    KERNEL_CAP_ALLOW_USER_UNREG,
+    CmId, ConnParam, Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mr,
+    MrKeys, Mtu, Pd, PortAttr, PortEvent, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify,
+    RecvChain, SendChain, Srq, SrqAttr, SrqModify, UData, WorkCompletion,
+    DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
+use crate::kernel_ext::workqueue::Queue;
 use crate::kernel_ext::xarray::ArcTable;
 use crate::mr::{MemRegion, RiwMr};
 use crate::pd::RiwPd;
@@ -21,6 +24,7 @@ use crate::uapi;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Vendor id reported to userspace: "riw" in ASCII. riw is not Chelsio silicon and does
 /// not borrow its PCI identity.
@@ -66,7 +70,7 @@ pub(crate) const MMAP_KEY_MIN: u64 = uapi::SIW_INVAL_UOBJ_KEY as u64 + 1;
 const MAX_MSG_SIZE: u32 = 1 << 31;
 
 /// A riw RNIC.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct RiwDevice {
     pub(crate) pds: Counter,
     pub(crate) cqs: Counter,
@@ -79,6 +83,25 @@ pub(crate) struct RiwDevice {
     /// Memory regions by STag index.
     #[pin]
     pub(crate) mr_table: ArcTable<MemRegion>,
+    /// Connection endpoints, by the id iw_cm hands back for a connection request.
+    #[pin]
+    pub(crate) endpoints: ArcTable<Endpoint>,
+    /// Listeners, by the id kept in their iw_cm id.
+    #[pin]
+    pub(crate) listeners: ArcTable<Listener>,
+    /// User QPs in ERROR, flushed as userspace posts to them.
+    pub(crate) flusher: Arc<Flusher>,
+    /// Where the device's listeners, endpoints and flusher run. Destroyed with the device:
+    /// by then (the core unregistered the device, whose references endpoints hold, and
+    /// the flusher is stopped) nothing runs there any more.
+    pub(crate) queue: Arc<Queue>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for RiwDevice {
+    fn drop(self: Pin<&mut Self>) {
+        self.flusher.stop();
+    }
 }
 
 impl RiwDevice {
@@ -167,6 +190,8 @@ impl DeviceOps for RiwDevice {
             node_desc: c_str!("riw iWARP RNIC"),
             num_comp_vectors: 1,
         };
+        let queue = Arc::new(Queue::new(c_str!("riw"))?, GFP_KERNEL)?;
+        let flusher = Flusher::new(queue.clone())?;
         let dev = try_pin_init!(RiwDevice {
             pds: Counter::default(),
             cqs: Counter::default(),
@@ -176,6 +201,10 @@ impl DeviceOps for RiwDevice {
             cq_ids: AtomicU32::new(1),
             qp_nums <- IdAllocator::new(),
             mr_table <- ArcTable::new(),
+            endpoints <- ArcTable::new(),
+            listeners <- ArcTable::new(),
+            flusher,
+            queue,
         });
         Ok((params, dev))
     }
@@ -189,9 +218,16 @@ impl DeviceOps for RiwDevice {
                 } else {
                     PortEvent::Error
                 });
+                if !netdev.is_running() {
+                    // The link is gone: so are its connections.
+                    dev.endpoints.for_each(|ep| ep.abort());
+                }
             }
             NetdevEvent::ChangeAddr => dev.dispatch_port_event(PortEvent::GidChange),
-            NetdevEvent::Unregister => dev.unregister_queued(),
+            NetdevEvent::Unregister => {
+                dev.endpoints.for_each(|ep| ep.abort());
+                dev.unregister_queued();
+            }
             // The port reads the MTU live from the netdev.
             NetdevEvent::ChangeMtu | NetdevEvent::Other => {}
         }
@@ -277,8 +313,8 @@ impl DeviceOps for RiwDevice {
         RiwQp::destroy(qp, dev);
     }
 
-    fn modify_qp(_dev: &Device<Self>, qp: &Qp<Self>, modify: &QpModify) -> Result {
-        RiwQp::modify(qp, modify)
+    fn modify_qp(dev: &Device<Self>, qp: &Qp<Self>, modify: &QpModify) -> Result {
+        RiwQp::modify(dev, qp, modify)
     }
 
     fn query_qp(_dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr {
@@ -363,5 +399,25 @@ impl DeviceOps for RiwDevice {
 
     fn map_mr_page(_dev: &Device<Self>, mr: &Mr<Self>, addr: u64) -> Result {
         mr.map_page(addr)
+    }
+
+    fn iw_connect(dev: &Device<Self>, id: CmId, param: &ConnParam<'_>) -> Result {
+        Endpoint::connect(dev, id, param)
+    }
+
+    fn iw_accept(dev: &Device<Self>, id: CmId, param: &ConnParam<'_>) -> Result {
+        Endpoint::accept(dev, id, param)
+    }
+
+    fn iw_reject(dev: &Device<Self>, id: &CmId, private_data: &[u8]) -> Result {
+        Endpoint::reject(dev, id, private_data)
+    }
+
+    fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: u32) -> Result {
+        Listener::create(dev, id, backlog)
+    }
+
+    fn iw_destroy_listen(dev: &Device<Self>, id: &CmId) {
+        Listener::destroy(dev, id);
     }
 }

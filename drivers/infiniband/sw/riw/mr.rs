@@ -6,7 +6,7 @@
 
 use crate::device::{RiwDevice, LIMITS};
 use crate::kernel_ext::errno::EOPNOTSUPP;
-use crate::kernel_ext::rdma::{access, Device, Mr, MrKeys, Pd, UData, UserMemory};
+use crate::kernel_ext::rdma::{access, Device, DmaMemory, Mr, MrKeys, Pd, UData, UserMemory};
 use crate::uapi;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
@@ -21,9 +21,9 @@ const MR_ACCESS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMO
 /// What a region's STag refers to.
 pub(crate) enum Backing {
     /// Pinned user memory, held pinned for the region's life.
-    User(#[allow(dead_code)] UserMemory),
+    User(UserMemory),
     /// All of kernel memory, by address (a kernel consumer's DMA MR).
-    Dma,
+    Dma(DmaMemory),
     /// Pages bound by a fast registration, at most this many.
     FastReg { max_pages: u32 },
 }
@@ -44,10 +44,9 @@ pub(crate) struct MemRegion {
 impl MemRegion {
     /// Whether `stag` names this region (its key), the region is valid and belongs to `pd`,
     /// grants `rights`, and covers `len` bytes at `addr`.
-    #[allow(dead_code)] // The data path (RDMA READ/WRITE) calls it.
     pub(crate) fn permits(&self, stag: u32, pd: usize, rights: u32, addr: u64, len: u64) -> bool {
         let covered = match self.backing {
-            Backing::Dma => true,
+            Backing::Dma(_) => true,
             _ => {
                 addr >= self.iova
                     && addr
@@ -65,6 +64,30 @@ impl MemRegion {
     /// Invalidates the region (local or remote invalidation).
     pub(crate) fn invalidate(&self) {
         self.valid.store(false, Ordering::Release);
+    }
+
+    /// Whether `stag` may invalidate this region from a connection of protection domain
+    /// `pd`: its key, its domain, and not a kernel consumer's all-memory region.
+    pub(crate) fn may_invalidate(&self, stag: u32, pd: usize) -> bool {
+        stag as u8 == self.key && self.pd == pd && !matches!(self.backing, Backing::Dma(_))
+    }
+
+    /// Copies `dst.len()` bytes at address `addr` of the region (checked with `permits`).
+    pub(crate) fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
+        match &self.backing {
+            Backing::User(mem) => mem.read(usize::try_from(addr.wrapping_sub(self.iova))?, dst),
+            Backing::Dma(mem) => mem.read(addr, dst),
+            Backing::FastReg { .. } => Err(EFAULT),
+        }
+    }
+
+    /// Copies `src` to address `addr` of the region (checked with `permits`).
+    pub(crate) fn write(&self, addr: u64, src: &[u8]) -> Result {
+        match &self.backing {
+            Backing::User(mem) => mem.write(usize::try_from(addr.wrapping_sub(self.iova))?, src),
+            Backing::Dma(mem) => mem.write(addr, src),
+            Backing::FastReg { .. } => Err(EFAULT),
+        }
     }
 }
 
@@ -84,7 +107,8 @@ pub(crate) struct RiwMr {
     pages: SpinLock<PageList>,
 }
 
-fn pd_id(pd: &Pd<RiwDevice>) -> usize {
+/// A protection domain's identity, as regions and QPs compare it.
+pub(crate) fn pd_id(pd: &Pd<RiwDevice>) -> usize {
     pd as *const Pd<RiwDevice> as usize
 }
 
@@ -214,7 +238,8 @@ impl RiwMr {
         pd: &Pd<RiwDevice>,
         access: u32,
     ) -> Result<(MrKeys, impl PinInit<Self, Error>)> {
-        Self::register(dev, pd, access, 0, 0, u64::MAX, Backing::Dma)
+        let mem = DmaMemory::of_kernel_consumers(dev);
+        Self::register(dev, pd, access, 0, 0, u64::MAX, Backing::Dma(mem))
     }
 
     pub(crate) fn new_fast_reg(
@@ -240,7 +265,6 @@ impl RiwMr {
     }
 
     /// The region an STag names, if it is registered (its key still to check).
-    #[allow(dead_code)] // The data path (tagged placement, invalidation) calls it.
     pub(crate) fn lookup(dev: &Device<RiwDevice>, stag: u32) -> Option<Arc<MemRegion>> {
         dev.mr_table.get(stag >> 8)
     }

@@ -3,18 +3,19 @@
 //! Queue pairs: the send and receive rings in the soft-iWARP layout, sizes checked against
 //! the device limits, and the iWARP QP state machine.
 
+use crate::cm::{CloseMode, Endpoint};
 use crate::cq::{Completion, RiwCq};
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::kernel_ext::rdma::{
-    Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpState, QueueMemory, RecvChain, SendChain,
-    SendOp, Sge, UData,
+    Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, QueueMemory, RecvChain,
+    SendChain, SendOp, Sge, UData,
 };
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Mutex};
+use kernel::sync::{new_spinlock, Arc, SpinLock};
 
 const SQE_SIZE: usize = size_of::<uapi::siw_sqe>();
 const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
@@ -46,6 +47,8 @@ struct QpMutable {
     sq_put: u32,
     /// Index of the next receive queue entry a kernel consumer posts.
     rq_put: u32,
+    /// The connection, from RTS until it ends.
+    ep: Option<Arc<Endpoint>>,
 }
 
 /// A riw queue pair.
@@ -58,8 +61,9 @@ pub(crate) struct RiwQp {
     num_rqe: u32,
     caps: QpCaps,
     sig_all: bool,
+    /// A spinlock: kernel consumers post from atomic context.
     #[pin]
-    mutable: Mutex<QpMutable>,
+    mutable: SpinLock<QpMutable>,
 }
 
 /// Rounds a requested queue depth up to the ring size, within the device limit.
@@ -130,7 +134,7 @@ impl RiwQp {
             num_rqe,
             caps,
             sig_all,
-            mutable <- new_mutex!(
+            mutable <- new_spinlock!(
                 QpMutable {
                     state: QpState::Reset,
                     access_flags: 0,
@@ -140,6 +144,7 @@ impl RiwQp {
                     rq_next: 0,
                     sq_put: 0,
                     rq_put: 0,
+                    ep: None,
                 },
                 "riw_qp"
             ),
@@ -174,13 +179,92 @@ impl RiwQp {
         Ok((sq, rq))
     }
 
+    /// The QP is being destroyed: its connection, if any, is aborted (and lets go of the
+    /// QP, which the core waits for).
     pub(crate) fn destroy(qp: &Qp<RiwDevice>, dev: &Device<RiwDevice>) {
+        let this: &Self = qp;
+        let ep = {
+            let mut q = this.mutable.lock();
+            q.state = QpState::Error;
+            q.ep.take()
+        };
+        if let Some(ep) = ep {
+            ep.request_close(CloseMode::Abort);
+        }
+        dev.flusher.forget(qp.qp_num());
         dev.qp_nums.free(qp.qp_num());
         dev.qps.put();
     }
 
+    /// The connection manager established the QP's connection: it enters RTS with the
+    /// negotiated RDMA Read depths.
+    pub(crate) fn enter_rts(qp: &Qp<RiwDevice>, ep: Arc<Endpoint>, ord: u32, ird: u32) -> Result {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
+        if !matches!(q.state, QpState::Init | QpState::Rtr) || q.ep.is_some() {
+            return Err(EINVAL);
+        }
+        q.state = QpState::Rts;
+        q.ep = Some(ep);
+        q.max_rd_atomic = ord;
+        q.max_dest_rd_atomic = ird;
+        Ok(())
+    }
+
+    /// The connection of `ep` ended: if the QP is bound to it, the QP enters ERROR, which
+    /// flushes its queues. Returns the endpoint, for the caller to drop outside the lock.
+    pub(crate) fn connection_lost(
+        dev: &Device<RiwDevice>,
+        qp: &QpRef<RiwDevice>,
+        ep: &Arc<Endpoint>,
+    ) -> Option<Arc<Endpoint>> {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
+        if !q.ep.as_ref().is_some_and(|bound| Arc::ptr_eq(bound, ep)) {
+            return None;
+        }
+        let entering_error = q.state != QpState::Error;
+        if entering_error {
+            q.state = QpState::Error;
+            Self::flush(qp, &mut q);
+        }
+        let bound = q.ep.take();
+        drop(q);
+        if entering_error && this.sq.is_user() {
+            dev.flusher.watch(qp.clone());
+        }
+        bound
+    }
+
+    /// Takes the next send work request for the engine, copied out of the ring, if the
+    /// QP sends (RTS, or SQD while draining).
+    pub(crate) fn take_send(qp: &Qp<RiwDevice>) -> Option<uapi::siw_sqe> {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
+        if !matches!(q.state, QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        RingCursor::send(this).take(&mut q.sq_next)
+    }
+
+    /// Takes the next receive work request, from the QP's ring or its SRQ.
+    pub(crate) fn take_recv(qp: &Qp<RiwDevice>) -> Option<uapi::siw_rqe> {
+        let this: &Self = qp;
+        if let Some(srq) = qp.srq::<RiwDevice>() {
+            if this.mutable.lock().state != QpState::Rts {
+                return None;
+            }
+            return crate::srq::RiwSrq::take(srq);
+        }
+        let mut q = this.mutable.lock();
+        if !matches!(q.state, QpState::Rts | QpState::Sqd) {
+            return None;
+        }
+        RingCursor::recv(this)?.take(&mut q.rq_next)
+    }
+
     /// Applies a `modify_qp` request: the iWARP transitions and attributes, all or nothing.
-    pub(crate) fn modify(qp: &Qp<RiwDevice>, m: &QpModify) -> Result {
+    pub(crate) fn modify(dev: &Device<RiwDevice>, qp: &Qp<RiwDevice>, m: &QpModify) -> Result {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
         let next = m.state.unwrap_or(q.state);
@@ -219,11 +303,37 @@ impl RiwQp {
             q.rq_put = 0;
         }
         let entering_error = next == QpState::Error && q.state != QpState::Error;
+        let draining = next == QpState::Sqd && q.state == QpState::Rts;
+        let watch = entering_error && this.sq.is_user();
         q.state = next;
-        if entering_error {
+        let (ep, mode) = if entering_error || next == QpState::Reset {
             Self::flush(qp, &mut q);
+            (q.ep.take(), CloseMode::Abort)
+        } else if draining {
+            // iWARP's "closing": what is posted goes out, then the connection closes.
+            (q.ep.clone(), CloseMode::Graceful)
+        } else {
+            (None, CloseMode::Abort)
+        };
+        drop(q);
+        if let Some(ep) = ep {
+            ep.request_close(mode);
+        }
+        if watch {
+            dev.flusher.watch(qp.new_ref());
         }
         Ok(())
+    }
+
+    /// Flushes what userspace posted since, if the QP is in ERROR; false if it is not.
+    pub(crate) fn flush_if_error(qp: &Qp<RiwDevice>) -> bool {
+        let this: &Self = qp;
+        let mut q = this.mutable.lock();
+        if q.state != QpState::Error {
+            return false;
+        }
+        Self::flush(qp, &mut q);
+        true
     }
 
     pub(crate) fn query(&self) -> QpAttr {
@@ -243,11 +353,18 @@ impl RiwQp {
     pub(crate) fn doorbell(qp: &Qp<RiwDevice>) -> Result {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
-        if q.state != QpState::Error {
-            return Err(ENOTCONN());
+        match (q.state, q.ep.clone()) {
+            (QpState::Rts | QpState::Sqd, Some(ep)) => {
+                drop(q);
+                ep.kick();
+                Ok(())
+            }
+            (QpState::Error, _) => {
+                Self::flush(qp, &mut q);
+                Ok(())
+            }
+            _ => Err(ENOTCONN()),
         }
-        Self::flush(qp, &mut q);
-        Ok(())
     }
 
     /// Queues a kernel consumer's send work requests in the send ring, as the user library
@@ -308,6 +425,11 @@ impl RiwQp {
         })();
         if q.state == QpState::Error {
             Self::flush(qp, &mut q);
+        }
+        let ep = q.ep.clone();
+        drop(q);
+        if let Some(ep) = ep {
+            ep.kick();
         }
         result
     }
@@ -402,6 +524,25 @@ impl<'a> RingCursor<'a> {
         self.ring.store_u16_release(offset + self.flags, flags)?;
         *put = put.wrapping_add(1);
         Ok(())
+    }
+
+    /// Whether the entry at `index` is posted.
+    pub(crate) fn is_valid(&self, index: u32) -> bool {
+        let offset = (index & (self.entries - 1)) as usize * self.entry_size;
+        self.ring.load_u16_acquire(offset + self.flags).unwrap_or(0) & VALID != 0
+    }
+
+    /// Takes the entry at `next` if it is posted: copies it out once, hands the slot back
+    /// and moves on.
+    pub(crate) fn take<E: kernel::types::FromBytes>(&self, next: &mut u32) -> Option<E> {
+        if !self.is_valid(*next) {
+            return None;
+        }
+        let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
+        let entry = self.ring.read::<E>(offset)?;
+        let _ = self.ring.store_u16_release(offset + self.flags, 0);
+        *next = next.wrapping_add(1);
+        Some(entry)
     }
 
     /// Takes the valid entries from `next` on, at most one pass over the ring (userspace
@@ -507,6 +648,7 @@ fn transition_allowed(from: QpState, to: QpState) -> bool {
             | (Reset, Init)
             | (Init, Init)
             | (Init, Rtr)
+            | (Rtr, Rtr)
             | (Rts, Rts)
             | (Rts, Sqd)
             | (Sqd, Sqd)

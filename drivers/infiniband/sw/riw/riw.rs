@@ -17,11 +17,15 @@ mod kernel_ext;
 mod uapi;
 
 #[forbid(unsafe_code)]
+mod cm;
+#[forbid(unsafe_code)]
 mod cq;
 #[forbid(unsafe_code)]
 mod crc;
 #[forbid(unsafe_code)]
 mod device;
+#[forbid(unsafe_code)]
+mod flush;
 #[forbid(unsafe_code)]
 mod mr;
 #[forbid(unsafe_code)]
@@ -31,7 +35,11 @@ mod proto;
 #[forbid(unsafe_code)]
 mod qp;
 #[forbid(unsafe_code)]
+mod rx;
+#[forbid(unsafe_code)]
 mod srq;
+#[forbid(unsafe_code)]
+mod tx;
 
 use kernel_ext::rdma::Driver;
 

@@ -4,12 +4,12 @@
 //! with a limit that raises an event when few receives remain.
 
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
-use crate::kernel_ext::rdma::{Device, QueueMemory, RecvChain, SrqAttr, SrqModify, UData};
+use crate::kernel_ext::rdma::{Device, QueueMemory, RecvChain, Srq, SrqAttr, SrqModify, UData};
 use crate::qp::{post_receives, ring_depth, RingCursor};
 use crate::uapi;
 use core::mem::size_of;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Mutex};
+use kernel::sync::{new_spinlock, SpinLock};
 
 const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
 
@@ -21,10 +21,13 @@ pub(crate) struct RiwSrq {
     max_sge: u32,
     /// The armed limit (0: disarmed).
     #[pin]
-    limit: Mutex<u32>,
+    limit: SpinLock<u32>,
     /// Index of the next entry a kernel consumer posts.
     #[pin]
-    producer: Mutex<u32>,
+    producer: SpinLock<u32>,
+    /// Index of the next entry a receive takes.
+    #[pin]
+    consumer: SpinLock<u32>,
 }
 
 impl RiwSrq {
@@ -62,8 +65,9 @@ impl RiwSrq {
             ring,
             num_rqe,
             max_sge,
-            limit <- new_mutex!(limit, "riw_srq_limit"),
-            producer <- new_mutex!(0, "riw_srq_producer"),
+            limit <- new_spinlock!(limit, "riw_srq_limit"),
+            producer <- new_spinlock!(0, "riw_srq_producer"),
+            consumer <- new_spinlock!(0, "riw_srq_consumer"),
         });
         Ok((actual, init))
     }
@@ -90,6 +94,31 @@ impl RiwSrq {
     pub(crate) fn post(&self, wrs: &mut RecvChain<'_>) -> Result {
         let ring = RingCursor::rqes(&self.ring, self.num_rqe);
         post_receives(&ring, &mut self.producer.lock(), self.max_sge, wrs)
+    }
+
+    /// Takes the next receive for an incoming message. If a limit is armed and fewer
+    /// receives than it remain, raises the limit event once and disarms it.
+    pub(crate) fn take(srq: &Srq<RiwDevice>) -> Option<uapi::siw_rqe> {
+        let this: &Self = srq;
+        let ring = RingCursor::rqes(&this.ring, this.num_rqe);
+        let (rqe, next) = {
+            let mut next = this.consumer.lock();
+            (ring.take(&mut next), *next)
+        };
+        let reached = {
+            let mut limit = this.limit.lock();
+            // Entries are posted in ring order: if the one `limit - 1` ahead is not posted,
+            // fewer than `limit` remain.
+            let reached = *limit != 0 && !ring.is_valid(next.wrapping_add(*limit - 1));
+            if reached {
+                *limit = 0;
+            }
+            reached
+        };
+        if reached {
+            srq.report_limit_reached();
+        }
+        rqe
     }
 
     pub(crate) fn query(&self) -> SrqAttr {

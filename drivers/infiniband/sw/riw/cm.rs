@@ -1,0 +1,968 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connection management: listeners and connection endpoints over kernel TCP sockets, the
+//! MPA exchange of the protocol core, and the events iw_cm expects.
+//!
+//! Each listener and endpoint is reference counted and runs as one work item on its
+//! device's work queue: socket callbacks, timeouts and requests from the QP only note what
+//! happened and schedule it, so the work never runs concurrently with itself and may
+//! sleep. An endpoint goes through
+//!
+//! ```text
+//!   active:   Connecting -> AwaitReply -> Established -> Closed
+//!   passive:  AwaitRequest -> AwaitAccept -> Established -> Closed
+//! ```
+//!
+//! and reports to iw_cm exactly what its rules allow: one ConnectReply for an active
+//! endpoint; Established for an accepted one; then, for a connection that was up, an
+//! optional Disconnect and one Close.
+
+use crate::device::{RiwDevice, LIMITS};
+use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ETIMEDOUT};
+use crate::kernel_ext::params;
+use crate::kernel_ext::rdma::{CmEvent, CmEventKind, CmId, ConnParam, Device, DeviceRef, QpRef};
+use crate::kernel_ext::socket::{
+    ratelimit, SocketAddr, SocketEvent, SocketHandler, TcpListener, TcpState, TcpStream,
+};
+use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
+use crate::proto::mpa::{
+    MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_IRD_ORD, MPA_MAX_PRIVATE_DATA,
+};
+use crate::proto::{
+    FrameKind, MpaConfig, MpaFrameParser, MpaRevision, Negotiated, RtrMode, RtrModes, TermCause,
+    Terminate,
+};
+use crate::qp::RiwQp;
+use crate::rx::{Receiver, RxEnd};
+use crate::tx::{Sender, TxEnd};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+/// How long a peer may take to complete the TCP and MPA exchange.
+const MPA_TIMEOUT_MS: u32 = 10_000;
+/// FPDUs a connection handles per direction before it lets other work run.
+const BUDGET: u32 = 64;
+/// Private data the iw_cm event can carry (its length is a `u8`).
+const MAX_EVENT_PRIVATE_DATA: usize = 255;
+
+/// How the consumer wants a connection to end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CloseMode {
+    /// Send what is posted, then close (QP to SQD).
+    Graceful = 1,
+    /// Close at once with a reset (QP to ERROR, or destroyed).
+    Abort = 2,
+}
+
+/// A listening endpoint.
+#[pin_data]
+pub(crate) struct Listener {
+    dev: DeviceRef<RiwDevice>,
+    id: AtomicU32,
+    closed: AtomicBool,
+    #[pin]
+    work: DelayedWork<Listener>,
+    #[pin]
+    inner: Mutex<ListenerInner>,
+}
+
+struct ListenerInner {
+    socket: Option<TcpListener<Listener>>,
+    cm_id: Option<CmId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Connecting,
+    AwaitReply,
+    AwaitRequest,
+    AwaitAccept,
+    Established,
+    Closed,
+}
+
+/// A connection endpoint.
+#[pin_data]
+pub(crate) struct Endpoint {
+    dev: DeviceRef<RiwDevice>,
+    /// The listener of a passive endpoint.
+    listener: Option<Arc<Listener>>,
+    id: AtomicU32,
+    /// A `CloseMode` the QP asked for, 0 if none.
+    close_request: AtomicU8,
+    #[pin]
+    work: DelayedWork<Endpoint>,
+    #[pin]
+    inner: Mutex<EpInner>,
+}
+
+/// The established data path.
+struct Connection {
+    tx: Sender,
+    negotiated: Negotiated,
+    /// Peer-to-peer responder: nothing may be sent before the peer's ready-to-receive.
+    tx_held: bool,
+    /// The consumer asked for a graceful close: drain, then close.
+    draining: bool,
+}
+
+struct EpInner {
+    phase: Phase,
+    socket: Option<TcpStream<Endpoint>>,
+    cm_id: Option<CmId>,
+    qp: Option<QpRef<RiwDevice>>,
+    /// When the MPA exchange must be done, in jiffies.
+    deadline: u64,
+    config: MpaConfig,
+    parser: KBox<MpaFrameParser>,
+    /// An MPA frame being sent, its length and how much of it went.
+    out: [u8; MPA_MAX_FRAME_LEN],
+    out_len: usize,
+    out_sent: usize,
+    rx: Receiver,
+    conn: Option<Connection>,
+    local: Option<SocketAddr>,
+    remote: Option<SocketAddr>,
+    /// A Close is owed to the connection manager (the connection was reported up).
+    close_owed: bool,
+    /// The peer's Disconnect was reported.
+    disconnect_reported: bool,
+}
+
+/// Our MPA settings for a new connection.
+fn mpa_config(ird: u32, ord: u32, peer_to_peer: bool) -> MpaConfig {
+    let max = u32::from(MPA_MAX_IRD_ORD);
+    MpaConfig {
+        revision: MpaRevision::V2,
+        crc: params::mpa_crc_required(),
+        ird: ird.min(LIMITS.max_qp_rd_atom).min(max) as u16,
+        ord: ord.min(LIMITS.max_qp_init_rd_atom).min(max) as u16,
+        peer_to_peer,
+        // Zero-length RDMA Write, the one riw sends and takes.
+        rtr: RtrModes::only(RtrMode::Write),
+    }
+}
+
+impl SocketHandler for Listener {
+    fn socket_event(this: &Arc<Self>, _event: SocketEvent) {
+        DelayedWork::run_now(this, &this.dev.queue);
+    }
+}
+
+impl DelayedWorkItem for Listener {
+    fn delayed_work(&self) -> &DelayedWork<Self> {
+        &self.work
+    }
+
+    fn run(this: Arc<Self>) {
+        // A bounded batch, so one busy listener does not hold the queue.
+        for _ in 0..32 {
+            // Not under the listener's lock: endpoints take it when they report.
+            let accepted = match this.inner.lock().socket.as_ref() {
+                Some(socket) => socket.accept::<Endpoint>(),
+                None => return,
+            };
+            match accepted {
+                Ok(stream) => {
+                    if let Err(e) = Endpoint::new_passive(&this, stream) {
+                        if ratelimit() {
+                            pr_warn!("cannot take a connection: {:?}\n", e);
+                        }
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+        DelayedWork::run_now(&this, &this.dev.queue);
+    }
+}
+
+impl Listener {
+    /// Listens on `cm_id`'s local address.
+    pub(crate) fn create(dev: &Device<RiwDevice>, cm_id: CmId, backlog: u32) -> Result {
+        let addr = cm_id.local_addr()?;
+        let netdev = dev.netdev().ok_or(ENODEV)?;
+        let dev_ref = dev.try_ref().ok_or(ENODEV)?;
+        let listener = Arc::pin_init(
+            try_pin_init!(Listener {
+                dev: dev_ref,
+                id: AtomicU32::new(0),
+                closed: AtomicBool::new(false),
+                work <- DelayedWork::new(),
+                inner <- new_mutex!(ListenerInner { socket: None, cm_id: None }, "riw_listener"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let socket = TcpListener::listen(&netdev, &addr, backlog.max(1), listener.clone())?;
+        let id = dev.listeners.insert(1, u32::MAX, listener.clone())?;
+        listener.id.store(id, Ordering::Relaxed);
+        cm_id.set_provider_data(id as usize);
+        {
+            let mut inner = listener.inner.lock();
+            inner.socket = Some(socket);
+            inner.cm_id = Some(cm_id);
+        }
+        // Connections that came before the socket was stored.
+        DelayedWork::run_now(&listener, &listener.dev.queue);
+        Ok(())
+    }
+
+    /// Stops listening for `cm_id`; connections not yet reported go too.
+    pub(crate) fn destroy(dev: &Device<RiwDevice>, cm_id: &CmId) {
+        let Some(listener) = dev.listeners.remove(cm_id.provider_data() as u32) else {
+            return;
+        };
+        listener.close();
+    }
+
+    fn close(self: &Arc<Self>) {
+        let (socket, cm_id) = {
+            let mut inner = self.inner.lock();
+            self.closed.store(true, Ordering::Release);
+            (inner.socket.take(), inner.cm_id.take())
+        };
+        drop(socket);
+        drop(cm_id);
+        DelayedWork::cancel(self);
+        // Connections still in their MPA request see the listener closed and go.
+        self.dev.endpoints.for_each(|ep| {
+            if ep.listener.as_ref().is_some_and(|l| Arc::ptr_eq(l, self)) {
+                ep.kick();
+            }
+        });
+    }
+
+    /// Reports a connection request, unless the listener was closed meanwhile.
+    fn report_request(&self, event: &CmEvent<'_>) -> Result {
+        let inner = self.inner.lock();
+        match inner.cm_id.as_ref() {
+            Some(cm_id) if !self.closed.load(Ordering::Acquire) => cm_id.report(event),
+            _ => Err(ECONNREFUSED()),
+        }
+    }
+}
+
+impl SocketHandler for Endpoint {
+    fn socket_event(this: &Arc<Self>, _event: SocketEvent) {
+        this.kick();
+    }
+}
+
+impl DelayedWorkItem for Endpoint {
+    fn delayed_work(&self) -> &DelayedWork<Self> {
+        &self.work
+    }
+
+    fn run(this: Arc<Self>) {
+        let mut g = this.inner.lock();
+        this.step(&mut g);
+        if matches!(
+            g.phase,
+            Phase::Connecting | Phase::AwaitReply | Phase::AwaitRequest
+        ) {
+            let now = jiffies();
+            DelayedWork::run_after(&this, &this.dev.queue, g.deadline.saturating_sub(now));
+        }
+    }
+}
+
+impl Endpoint {
+    fn new(
+        dev: &Device<RiwDevice>,
+        listener: Option<Arc<Listener>>,
+        config: MpaConfig,
+    ) -> Result<Arc<Self>> {
+        let dev_ref = dev.try_ref().ok_or(ENODEV)?;
+        let rx = Receiver::new()?;
+        let parser = KBox::new(
+            MpaFrameParser::new(if listener.is_some() {
+                FrameKind::Request
+            } else {
+                FrameKind::Reply
+            }),
+            GFP_KERNEL,
+        )?;
+        let ep = Arc::pin_init(
+            try_pin_init!(Endpoint {
+                dev: dev_ref,
+                listener,
+                id: AtomicU32::new(0),
+                close_request: AtomicU8::new(0),
+                work <- DelayedWork::new(),
+                inner <- new_mutex!(
+                    EpInner {
+                        phase: Phase::Closed,
+                        socket: None,
+                        cm_id: None,
+                        qp: None,
+                        deadline: jiffies() + msecs_to_jiffies(MPA_TIMEOUT_MS),
+                        config,
+                        parser,
+                        out: [0; MPA_MAX_FRAME_LEN],
+                        out_len: 0,
+                        out_sent: 0,
+                        rx,
+                        conn: None,
+                        local: None,
+                        remote: None,
+                        close_owed: false,
+                        disconnect_reported: false,
+                    },
+                    "riw_endpoint"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let id = dev.endpoints.insert(1, u32::MAX, ep.clone())?;
+        ep.id.store(id, Ordering::Relaxed);
+        Ok(ep)
+    }
+
+    /// Schedules the endpoint's work at once.
+    pub(crate) fn kick(self: &Arc<Self>) {
+        DelayedWork::run_now(self, &self.dev.queue);
+    }
+
+    /// The QP asks the connection to end.
+    pub(crate) fn request_close(self: &Arc<Self>, mode: CloseMode) {
+        self.close_request.fetch_max(mode as u8, Ordering::AcqRel);
+        self.kick();
+    }
+
+    /// A connection the listener accepted: it waits for the MPA request.
+    fn new_passive(listener: &Arc<Listener>, stream: TcpStream<Endpoint>) -> Result {
+        // Our ird/ord come with the accept; the request is judged then.
+        let config = mpa_config(LIMITS.max_qp_rd_atom, LIMITS.max_qp_init_rd_atom, false);
+        let ep = Self::new(&listener.dev, Some(listener.clone()), config)?;
+        let mut stream = stream;
+        stream.attach(ep.clone());
+        {
+            let mut g = ep.inner.lock();
+            g.local = stream.local_addr().ok();
+            g.remote = stream.peer_addr().ok();
+            g.socket = Some(stream);
+            g.phase = Phase::AwaitRequest;
+        }
+        ep.kick();
+        Ok(())
+    }
+
+    /// Starts an active connection (`iw_connect`).
+    pub(crate) fn connect(dev: &Device<RiwDevice>, cm_id: CmId, param: &ConnParam<'_>) -> Result {
+        if param.private_data.len() > MPA_MAX_PRIVATE_DATA - MPA_ENHANCED_LEN {
+            return Err(EMSGSIZE());
+        }
+        let qp = dev.qp_ref(param.qpn).ok_or(EINVAL)?;
+        let local = cm_id.local_addr()?;
+        let remote = cm_id.remote_addr()?;
+        let netdev = dev.netdev().ok_or(ENODEV)?;
+        let config = mpa_config(param.ird, param.ord, params::peer_to_peer());
+        let ep = Self::new(dev, None, config)?;
+        let result = (|| {
+            let mut g = ep.inner.lock();
+            g.out_len = config
+                .request(param.private_data)
+                .encode(&mut g.out)
+                .map_err(|_| EINVAL)?;
+            g.phase = Phase::Connecting;
+            g.cm_id = Some(cm_id);
+            g.qp = Some(qp);
+            g.remote = Some(remote);
+            // The socket's callbacks may run the work as soon as it exists: it waits
+            // for our lock.
+            g.socket = Some(TcpStream::connect(&netdev, &local, &remote, ep.clone())?);
+            Ok(())
+        })();
+        if let Err(e) = result {
+            ep.discard();
+            return Err(e);
+        }
+        ep.kick();
+        Ok(())
+    }
+
+    /// Accepts the request the endpoint reported (`iw_accept`).
+    pub(crate) fn accept(dev: &Device<RiwDevice>, cm_id: CmId, param: &ConnParam<'_>) -> Result {
+        let ep = dev
+            .endpoints
+            .get(cm_id.provider_data() as u32)
+            .ok_or(ECONNRESET())?;
+        if param.private_data.len() > MPA_MAX_PRIVATE_DATA - MPA_ENHANCED_LEN {
+            return Err(EMSGSIZE());
+        }
+        let qp = dev.qp_ref(param.qpn).ok_or(EINVAL)?;
+        let mut guard = ep.inner.lock();
+        let g = &mut *guard;
+        if g.phase != Phase::AwaitAccept {
+            return Err(ECONNRESET());
+        }
+        let config = mpa_config(param.ird, param.ord, false);
+        let mut frame = [0u8; MPA_MAX_FRAME_LEN];
+        let respond = {
+            let request = g.parser.frame().ok_or(EINVAL)?;
+            config
+                .respond(&request, param.private_data)
+                .map(|(reply, settled)| reply.encode(&mut frame).map(|n| (n, settled)))
+        };
+        let (n, settled) = match respond {
+            Ok(Ok(r)) => r,
+            _ => {
+                // Parameters the request cannot meet (no matching ready-to-receive).
+                let request = g.parser.frame().ok_or(EINVAL)?;
+                if let Ok(n) = config.reject(&request, &[]).encode(&mut frame) {
+                    g.out[..n].copy_from_slice(&frame[..n]);
+                    g.out_len = n;
+                    g.out_sent = 0;
+                    ep.flush_out(g);
+                }
+                ep.teardown(g, false, 0);
+                return Err(ECONNREFUSED());
+            }
+        };
+        let mss = g.socket.as_ref().map_or(536, |s| s.mss());
+        let conn = Connection {
+            tx: Sender::new(settled.crc, mss)?,
+            negotiated: settled,
+            tx_held: settled.rtr.is_some(),
+            draining: false,
+        };
+        RiwQp::enter_rts(
+            &qp,
+            ep.clone(),
+            u32::from(settled.ord),
+            u32::from(settled.ird),
+        )?;
+        g.config = config;
+        g.out[..n].copy_from_slice(&frame[..n]);
+        g.out_len = n;
+        g.out_sent = 0;
+        ep.flush_out(g);
+        g.rx.start_fpdus(settled.crc, settled.rtr);
+        g.conn = Some(conn);
+        g.qp = Some(qp);
+        g.cm_id = Some(cm_id);
+        g.phase = Phase::Established;
+        if settled.rtr.is_none() {
+            ep.report_up(g, CmEventKind::Established, &[]);
+        }
+        drop(guard);
+        ep.kick();
+        Ok(())
+    }
+
+    /// Rejects the request the endpoint reported (`iw_reject`).
+    pub(crate) fn reject(dev: &Device<RiwDevice>, cm_id: &CmId, private_data: &[u8]) -> Result {
+        let ep = dev
+            .endpoints
+            .get(cm_id.provider_data() as u32)
+            .ok_or(ECONNRESET())?;
+        let mut guard = ep.inner.lock();
+        let g = &mut *guard;
+        if g.phase != Phase::AwaitAccept {
+            return Err(ECONNRESET());
+        }
+        let mut frame = [0u8; MPA_MAX_FRAME_LEN];
+        let request = g.parser.frame().ok_or(EINVAL)?;
+        let n = g
+            .config
+            .reject(&request, private_data)
+            .encode(&mut frame)
+            .map_err(|_| EINVAL)?;
+        g.out[..n].copy_from_slice(&frame[..n]);
+        g.out_len = n;
+        g.out_sent = 0;
+        ep.flush_out(g);
+        ep.teardown(g, false, 0);
+        Ok(())
+    }
+
+    /// Drops an endpoint that never got going.
+    fn discard(self: &Arc<Self>) {
+        let mut g = self.inner.lock();
+        // iw_connect fails: no event, and the QP stays as it was.
+        g.cm_id = None;
+        g.qp = None;
+        self.teardown(&mut g, true, 0);
+    }
+
+    /// Sends what is left of the MPA frame; false if the socket is full.
+    fn flush_out(&self, g: &mut EpInner) -> bool {
+        let EpInner {
+            socket,
+            out,
+            out_len,
+            out_sent,
+            ..
+        } = g;
+        let Some(sock) = socket.as_ref() else {
+            return false;
+        };
+        while *out_sent < *out_len {
+            match sock.send(&out[*out_sent..*out_len], false) {
+                Ok(n) => *out_sent += n,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn step(self: &Arc<Self>, g: &mut EpInner) {
+        if g.phase == Phase::Closed {
+            return;
+        }
+        let request = self.close_request.swap(0, Ordering::AcqRel);
+        if request == CloseMode::Abort as u8 {
+            self.end(g, true, 0, None);
+            return;
+        }
+        if request == CloseMode::Graceful as u8 {
+            match g.conn.as_mut() {
+                Some(conn) if g.phase == Phase::Established => conn.draining = true,
+                _ => {
+                    self.end(g, true, 0, None);
+                    return;
+                }
+            }
+        }
+        match g.phase {
+            Phase::Connecting => self.connecting(g),
+            Phase::AwaitReply | Phase::AwaitRequest => self.mpa(g),
+            Phase::AwaitAccept => self.await_accept(g),
+            Phase::Established => self.established(g),
+            Phase::Closed => {}
+        }
+        if matches!(
+            g.phase,
+            Phase::Connecting | Phase::AwaitReply | Phase::AwaitRequest
+        ) && jiffies() >= g.deadline
+        {
+            self.refuse(g, "no MPA exchange in time", ETIMEDOUT());
+        }
+    }
+
+    fn connecting(self: &Arc<Self>, g: &mut EpInner) {
+        let Some(sock) = g.socket.as_ref() else {
+            return;
+        };
+        match sock.state() {
+            TcpState::Established => {
+                g.local = sock.local_addr().ok();
+                g.phase = Phase::AwaitReply;
+                self.flush_out(g);
+                self.mpa(g);
+            }
+            TcpState::Connecting => {}
+            _ => {
+                let err = sock.take_error().unwrap_or(ECONNREFUSED());
+                self.connect_failed(g, err, &[]);
+            }
+        }
+    }
+
+    /// Reads and judges the peer's MPA frame.
+    fn mpa(self: &Arc<Self>, g: &mut EpInner) {
+        if !self.flush_out(g) && g.out_sent < g.out_len {
+            // The socket is full or failed; its callbacks bring us back.
+            if let Some(e) = g.socket.as_ref().and_then(|s| s.take_error()) {
+                self.refuse(g, "connection lost in the MPA exchange", e);
+            }
+            return;
+        }
+        if g.phase == Phase::AwaitRequest
+            && self
+                .listener
+                .as_ref()
+                .is_some_and(|l| l.closed.load(Ordering::Acquire))
+        {
+            self.end(g, true, 0, None);
+            return;
+        }
+        loop {
+            let EpInner {
+                socket, rx, parser, ..
+            } = &mut *g;
+            let Some(sock) = socket.as_ref() else {
+                return;
+            };
+            let progress = match rx.fill(sock) {
+                Ok(None) => {
+                    return self.refuse(g, "peer closed in the MPA exchange", ECONNRESET());
+                }
+                Ok(Some([])) => return,
+                Ok(Some(bytes)) => parser.feed(bytes),
+                Err(e) => return self.refuse(g, "connection lost in the MPA exchange", e),
+            };
+            match progress {
+                Ok(p) => {
+                    g.rx.consume(p.consumed);
+                    if p.complete {
+                        break;
+                    }
+                }
+                Err(why) => {
+                    if ratelimit() {
+                        pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
+                    }
+                    return self.refuse_quietly(g, ECONNRESET());
+                }
+            }
+        }
+        if g.phase == Phase::AwaitReply {
+            self.reply_arrived(g);
+        } else {
+            self.request_arrived(g);
+        }
+    }
+
+    /// Passive side: a complete MPA request.
+    fn request_arrived(self: &Arc<Self>, g: &mut EpInner) {
+        let Some(request) = g.parser.frame() else {
+            return;
+        };
+        // The request is answered at accept time; check now what makes it unanswerable.
+        let check = g.config.respond(&request, &[]).map(|_| ());
+        let pd_len = request.private_data.len();
+        let (ird, ord) = request
+            .enhanced
+            .map_or((0, 0), |e| (e.ird.min(255) as u8, e.ord.min(255) as u8));
+        let mut private_data = [0u8; MAX_EVENT_PRIVATE_DATA];
+        let pd = match private_data.get_mut(..pd_len) {
+            Some(pd) => {
+                pd.copy_from_slice(request.private_data);
+                &*pd
+            }
+            None => &[][..],
+        };
+        if let Err(why) = check {
+            if ratelimit() {
+                pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
+            }
+            self.send_reject(g);
+            return self.refuse_quietly(g, ECONNREFUSED());
+        }
+        if pd_len > MAX_EVENT_PRIVATE_DATA {
+            if ratelimit() {
+                pr_warn!(
+                    "{} refused: {} bytes of private data, more than iw_cm takes\n",
+                    PeerName(g.remote),
+                    pd_len
+                );
+            }
+            self.send_reject(g);
+            return self.refuse_quietly(g, ECONNREFUSED());
+        }
+        let Some(listener) = self.listener.clone() else {
+            return;
+        };
+        g.phase = Phase::AwaitAccept;
+        let event = CmEvent {
+            kind: CmEventKind::ConnectRequest,
+            status: 0,
+            local: g.local,
+            remote: g.remote,
+            private_data: pd,
+            provider_data: self.id.load(Ordering::Relaxed) as usize,
+            // The peer's: what it can take and what it wants to issue.
+            ird,
+            ord,
+        };
+        if listener.report_request(&event).is_err() {
+            if ratelimit() {
+                pr_warn!(
+                    "{} refused: the listener takes no more requests\n",
+                    PeerName(g.remote)
+                );
+            }
+            self.send_reject(g);
+            self.refuse_quietly(g, ECONNREFUSED());
+        }
+    }
+
+    fn send_reject(&self, g: &mut EpInner) {
+        let mut frame = [0u8; MPA_MAX_FRAME_LEN];
+        let Some(request) = g.parser.frame() else {
+            return;
+        };
+        if let Ok(n) = g.config.reject(&request, &[]).encode(&mut frame) {
+            g.out[..n].copy_from_slice(&frame[..n]);
+            g.out_len = n;
+            g.out_sent = 0;
+            self.flush_out(g);
+        }
+    }
+
+    /// Active side: the peer's MPA reply.
+    fn reply_arrived(self: &Arc<Self>, g: &mut EpInner) {
+        let Some(reply) = g.parser.frame() else {
+            return;
+        };
+        let mut private_data = [0u8; MAX_EVENT_PRIVATE_DATA];
+        let pd_len = reply.private_data.len().min(MAX_EVENT_PRIVATE_DATA);
+        private_data[..pd_len].copy_from_slice(&reply.private_data[..pd_len]);
+        let pd = &private_data[..pd_len];
+        if reply.reject {
+            return self.connect_failed(g, ECONNREFUSED(), pd);
+        }
+        let settled = match g.config.complete(&reply) {
+            Ok(s) => s,
+            Err(why) => {
+                if ratelimit() {
+                    pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
+                }
+                return self.connect_failed(g, ECONNREFUSED(), pd);
+            }
+        };
+        let mss = g.socket.as_ref().map_or(536, |s| s.mss());
+        let tx = match Sender::new(settled.crc, mss) {
+            Ok(tx) => tx,
+            Err(e) => return self.connect_failed(g, e, pd),
+        };
+        let Some(qp) = g.qp.clone() else {
+            return;
+        };
+        if let Err(e) = RiwQp::enter_rts(
+            &qp,
+            self.clone(),
+            u32::from(settled.ord),
+            u32::from(settled.ird),
+        ) {
+            return self.connect_failed(g, e, pd);
+        }
+        g.rx.start_fpdus(settled.crc, None);
+        let mut conn = Connection {
+            tx,
+            negotiated: settled,
+            tx_held: false,
+            draining: false,
+        };
+        if settled.rtr.is_some() {
+            if let Some(sock) = g.socket.as_ref() {
+                let _ = conn.tx.ready_to_receive(sock);
+            }
+        }
+        g.conn = Some(conn);
+        g.phase = Phase::Established;
+        self.report_up(g, CmEventKind::ConnectReply, pd);
+        self.established(g);
+    }
+
+    /// Reports the connection up (ConnectReply with status 0, or Established).
+    fn report_up(&self, g: &mut EpInner, kind: CmEventKind, private_data: &[u8]) {
+        let negotiated = g.conn.as_ref().map(|c| c.negotiated);
+        let event = CmEvent {
+            kind,
+            status: 0,
+            local: g.local,
+            remote: g.remote,
+            private_data,
+            provider_data: 0,
+            ird: negotiated.map_or(0, |n| n.ird.min(255) as u8),
+            ord: negotiated.map_or(0, |n| n.ord.min(255) as u8),
+        };
+        if let Some(cm_id) = g.cm_id.as_ref() {
+            let _ = cm_id.report(&event);
+        }
+        g.close_owed = true;
+    }
+
+    /// Active side, before the connection is up: one ConnectReply with the error.
+    fn connect_failed(self: &Arc<Self>, g: &mut EpInner, err: Error, private_data: &[u8]) {
+        let mut event = CmEvent::new(CmEventKind::ConnectReply, err.to_errno());
+        event.local = g.local;
+        event.remote = g.remote;
+        event.private_data = private_data;
+        if let Some(cm_id) = g.cm_id.take() {
+            let _ = cm_id.report(&event);
+        }
+        self.teardown(g, true, 0);
+    }
+
+    /// Ends a connection that is not up yet, with a log line about the peer.
+    fn refuse(self: &Arc<Self>, g: &mut EpInner, why: &str, err: Error) {
+        if g.phase == Phase::AwaitRequest && ratelimit() {
+            pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
+        }
+        self.refuse_quietly(g, err);
+    }
+
+    fn refuse_quietly(self: &Arc<Self>, g: &mut EpInner, err: Error) {
+        match g.phase {
+            Phase::Connecting | Phase::AwaitReply => self.connect_failed(g, err, &[]),
+            Phase::Established => self.end(g, true, err.to_errno(), None),
+            _ => self.teardown(g, true, 0),
+        }
+    }
+
+    /// Waiting for the consumer to accept or reject: a peer that gives up ends it.
+    fn await_accept(self: &Arc<Self>, g: &mut EpInner) {
+        let gone = g.socket.as_ref().map_or(true, |s| {
+            matches!(s.state(), TcpState::Closed | TcpState::CloseWait)
+        });
+        if gone {
+            self.teardown(g, true, 0);
+        }
+    }
+
+    fn established(self: &Arc<Self>, g: &mut EpInner) {
+        let Some(qp) = g.qp.clone() else {
+            return;
+        };
+        let Some(sock) = g.socket.as_ref() else {
+            return;
+        };
+        let rx_end = g.rx.run(sock, &self.dev, &qp, BUDGET);
+        if g.rx.take_rtr() {
+            if let Some(conn) = g.conn.as_mut() {
+                conn.tx_held = false;
+            }
+            self.report_up(g, CmEventKind::Established, &[]);
+        }
+        match rx_end {
+            RxEnd::Idle => {}
+            RxEnd::Budget => self.kick(),
+            // The peer closed: report it, then close our side.
+            RxEnd::Eof => return self.end(g, false, 0, None),
+            RxEnd::SocketError(e) => return self.end(g, true, e.to_errno(), None),
+            RxEnd::Violation { terminate, why } => {
+                if ratelimit() {
+                    match why {
+                        Some(why) => pr_warn!("{} terminated: {}\n", PeerName(g.remote), why),
+                        None => pr_warn!(
+                            "{} terminated: a message without a posted receive\n",
+                            PeerName(g.remote)
+                        ),
+                    }
+                }
+                send_terminate(g, terminate);
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+            }
+            RxEnd::LocalError { terminate } => {
+                send_terminate(g, terminate);
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+            }
+            RxEnd::Terminated(t) => {
+                if ratelimit() {
+                    pr_info!(
+                        "{} terminated the connection (layer {}, type {}, code {:#x})\n",
+                        PeerName(g.remote),
+                        t.cause.layer_bits(),
+                        t.cause.etype(),
+                        t.cause.code()
+                    );
+                }
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+            }
+        }
+        let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) else {
+            return;
+        };
+        if conn.tx_held {
+            return;
+        }
+        match conn.tx.run(sock, &self.dev, &qp, BUDGET) {
+            TxEnd::Idle => {
+                if conn.draining && conn.tx.is_idle() {
+                    self.end(g, false, 0, None);
+                }
+            }
+            TxEnd::Blocked => {}
+            TxEnd::Budget => self.kick(),
+            TxEnd::LocalError => {
+                send_terminate(g, Terminate::new(TermCause::RDMAP_LOCAL_CATASTROPHIC));
+                self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+            }
+            TxEnd::SocketError(e) => self.end(g, true, e.to_errno(), None),
+        }
+    }
+
+    /// Ends an established (or never established) connection: Disconnect if the peer
+    /// started it, the QP to ERROR, the socket closed, Close if owed.
+    fn end(
+        self: &Arc<Self>,
+        g: &mut EpInner,
+        abort: bool,
+        status: i32,
+        fatal: Option<QpRef<RiwDevice>>,
+    ) {
+        match g.phase {
+            Phase::Established => {}
+            Phase::Connecting | Phase::AwaitReply => {
+                return self.connect_failed(
+                    g,
+                    if status != 0 {
+                        Error::from_errno(status)
+                    } else {
+                        ECONNRESET()
+                    },
+                    &[],
+                );
+            }
+            _ => return self.teardown(g, abort, 0),
+        }
+        let peer_closed = !abort
+            && self.close_request.load(Ordering::Acquire) == 0
+            && !g.conn.as_ref().is_some_and(|c| c.draining);
+        if (peer_closed || status != 0) && !g.disconnect_reported {
+            g.disconnect_reported = true;
+            if let Some(cm_id) = g.cm_id.as_ref() {
+                let _ = cm_id.report(&CmEvent::new(CmEventKind::Disconnect, status));
+            }
+        }
+        if let Some(qp) = fatal {
+            qp.report_fatal();
+        }
+        self.teardown(g, abort, status);
+    }
+
+    /// Releases everything: socket, QP (into ERROR), Close if owed, the table entry.
+    fn teardown(self: &Arc<Self>, g: &mut EpInner, abort: bool, status: i32) {
+        if let Some(sock) = g.socket.take() {
+            if abort {
+                sock.set_abort_on_close();
+            }
+            drop(sock);
+        }
+        if let Some(qp) = g.qp.take() {
+            // Our own reference comes back from the QP; dropped here, it is not the last.
+            drop(RiwQp::connection_lost(&self.dev, &qp, self));
+        }
+        if let Some(cm_id) = g.cm_id.take() {
+            if g.close_owed {
+                let mut event = CmEvent::new(CmEventKind::Close, status);
+                event.local = g.local;
+                event.remote = g.remote;
+                let _ = cm_id.report(&event);
+            }
+        }
+        g.close_owed = false;
+        g.conn = None;
+        g.phase = Phase::Closed;
+        DelayedWork::cancel(self);
+        drop(self.dev.endpoints.remove(self.id.load(Ordering::Relaxed)));
+    }
+
+    /// Aborts the endpoint (the device is going away).
+    pub(crate) fn abort(self: &Arc<Self>) {
+        self.request_close(CloseMode::Abort);
+    }
+}
+
+/// Sends a Terminate on an established connection, best effort.
+fn send_terminate(g: &mut EpInner, terminate: Terminate) {
+    if let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) {
+        conn.tx.terminate(sock, terminate);
+    }
+}
+
+/// A peer's address in log lines.
+struct PeerName(Option<SocketAddr>);
+
+impl core::fmt::Display for PeerName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.0 {
+            Some(a) => write!(f, "peer {}", a),
+            None => f.write_str("peer (unknown)"),
+        }
+    }
+}
