@@ -1216,6 +1216,52 @@ static void t_recv_srq(void)
 	free_pair(&p);
 }
 
+/* The next async event of a context within ms, or -1. */
+static int async_event(struct ibv_context *ctx, int ms, struct ibv_async_event *ev)
+{
+	struct pollfd pf = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&pf, 1, ms * scale) != 1 || ibv_get_async_event(ctx, ev))
+		return -1;
+	ibv_ack_async_event(ev);
+	return 0;
+}
+
+static void t_srq_limit(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 6, .srq = true };
+
+	if (open_pair(&p, &o)) {
+		struct ibv_context *ctx = p.s.id->verbs;
+		struct ibv_srq_attr sa = { .srq_limit = 3 };
+		struct ibv_async_event ev;
+
+		check(!ibv_modify_srq(p.s.srq, &sa, IBV_SRQ_LIMIT), "arm the limit: %m");
+		/* 6 receives, limit 3: 3 messages leave 3, a 4th leaves 2, below it. */
+		for (int i = 0; i < 4; i++) {
+			post_send(&p.c, 70 + i, 8192, 64, IBV_SEND_SIGNALED, false);
+			expect_wc(&p.c, "send", 70 + i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
+			expect_wc(&p.s, "srq recv", 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 64, NULL);
+			int got = async_event(ctx, i < 3 ? 200 : 5000, &ev);
+
+			if (i < 3)
+				check(got, "event %s with %d receives left, limit 3",
+				      ibv_event_type_str(ev.event_type), 5 - i);
+			else if (check(!got, "no event with 2 receives left, limit 3"))
+				check(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+				      ev.element.srq == p.s.srq, "event %s, want SRQ_LIMIT_REACHED",
+				      ibv_event_type_str(ev.event_type));
+		}
+		/* The event disarms the limit. */
+		if (check(!ibv_query_srq(p.s.srq, &sa), "query: %m"))
+			check(sa.srq_limit == 0, "limit %u after the event, want 0 (disarmed)",
+			      sa.srq_limit);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
 static void t_flush(void)
 {
 	struct pair p;
@@ -1384,6 +1430,8 @@ static const struct subtest tests[] = {
 	  "solicited one", t_send_solicited },
 	{ "cq_events_once", "one completion event per arm, none without", t_cq_events_once },
 	{ "recv_srq", "RECV from an SRQ: order, qp_num, data", t_recv_srq },
+	{ "srq_limit", "SRQ limit: one SRQ_LIMIT_REACHED event when receives fall below it, "
+	  "then disarmed", t_srq_limit },
 	{ "flush", "after a disconnect: posted and new work requests flush with WR_FLUSH_ERR",
 	  t_flush },
 	{ "recv_too_small", "a SEND longer than the receive buffer: LOC_LEN_ERR, then the "
