@@ -1238,25 +1238,24 @@ static void t_srq_limit(void)
 		struct ibv_async_event ev;
 
 		check(!ibv_modify_srq(p.s.srq, &sa, IBV_SRQ_LIMIT), "arm the limit: %m");
-		/* 6 receives, limit 3: 3 messages leave 3, a 4th leaves 2, below it. */
-		for (int i = 0; i < 4; i++) {
+		/* 6 receives, limit 3: 3 messages leave 3, a 4th leaves 2, below it; the
+		 * event disarms the limit, so a 5th (1 left) raises none. (The user library
+		 * has no query_srq to read the limit back.) */
+		for (int i = 0; i < 5; i++) {
 			post_send(&p.c, 70 + i, 8192, 64, IBV_SEND_SIGNALED, false);
 			expect_wc(&p.c, "send", 70 + i, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
 			expect_wc(&p.s, "srq recv", 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 64, NULL);
-			int got = async_event(ctx, i < 3 ? 200 : 5000, &ev);
+			int got = async_event(ctx, i == 3 ? 5000 : 200, &ev);
 
-			if (i < 3)
-				check(got, "event %s with %d receives left, limit 3",
-				      ibv_event_type_str(ev.event_type), 5 - i);
+			if (i != 3)
+				check(got, "event %s with %d receives left, limit %s",
+				      ibv_event_type_str(ev.event_type), 5 - i,
+				      i < 3 ? "3" : "disarmed");
 			else if (check(!got, "no event with 2 receives left, limit 3"))
 				check(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 				      ev.element.srq == p.s.srq, "event %s, want SRQ_LIMIT_REACHED",
 				      ibv_event_type_str(ev.event_type));
 		}
-		/* The event disarms the limit. */
-		if (check(!ibv_query_srq(p.s.srq, &sa), "query: %m"))
-			check(sa.srq_limit == 0, "limit %u after the event, want 0 (disarmed)",
-			      sa.srq_limit);
 		close_pair(&p);
 	}
 	free_pair(&p);

@@ -191,7 +191,10 @@ impl fmt::Display for Error {
             Truncated => f.write_str("input truncated"),
             LengthMismatch => f.write_str("payload length does not match the header"),
             SegmentTooSmall => f.write_str("maximum ULPDU too small for the headers"),
-            MpaKeyMismatch { expected } => write!(f, "MPA key is not that of an {expected:?}"),
+            MpaKeyMismatch { expected } => match expected {
+                FrameKind::Request => f.write_str("no MPA request key"),
+                FrameKind::Reply => f.write_str("no MPA reply key"),
+            },
             MpaUnsupportedRevision(r) => write!(f, "unsupported MPA revision {r}"),
             MpaPrivateDataTooLong(n) => write!(f, "MPA private data length {n} exceeds 512"),
             MpaEnhancedDataMissing => f.write_str("MPA v2 frame lacks its IRD/ORD words"),
