@@ -126,8 +126,23 @@ struct EpInner {
     remote: Option<SocketAddr>,
     /// A Close is owed to the connection manager (the connection was reported up).
     close_owed: bool,
+    /// Accepted in peer-to-peer mode, not reported up yet: iw_cm waits for Established
+    /// (before any Close) even if the ready-to-receive message never comes.
+    established_owed: bool,
     /// The peer's Disconnect was reported.
     disconnect_reported: bool,
+}
+
+impl EpInner {
+    /// Whether the deadline applies: the MPA exchange, or a peer-to-peer responder
+    /// waiting for the ready-to-receive message.
+    fn timed(&self) -> bool {
+        match self.phase {
+            Phase::Connecting | Phase::AwaitReply | Phase::AwaitRequest => true,
+            Phase::Established => self.conn.as_ref().is_some_and(|c| c.tx_held),
+            Phase::AwaitAccept | Phase::Closed => false,
+        }
+    }
 }
 
 /// Our MPA settings for a new connection.
@@ -257,10 +272,7 @@ impl DelayedWorkItem for Endpoint {
     fn run(this: Arc<Self>) {
         let mut g = this.inner.lock();
         this.step(&mut g);
-        if matches!(
-            g.phase,
-            Phase::Connecting | Phase::AwaitReply | Phase::AwaitRequest
-        ) {
+        if g.timed() {
             let now = jiffies();
             DelayedWork::run_after(&this, &this.dev.queue, g.deadline.saturating_sub(now));
         }
@@ -307,6 +319,7 @@ impl Endpoint {
                         local: None,
                         remote: None,
                         close_owed: false,
+                        established_owed: false,
                         disconnect_reported: false,
                     },
                     "riw_endpoint"
@@ -445,6 +458,9 @@ impl Endpoint {
         g.phase = Phase::Established;
         if settled.rtr.is_none() {
             ep.report_up(g, CmEventKind::Established, &[]);
+        } else {
+            g.established_owed = true;
+            g.deadline = jiffies() + msecs_to_jiffies(MPA_TIMEOUT_MS);
         }
         drop(guard);
         ep.kick();
@@ -532,11 +548,7 @@ impl Endpoint {
             Phase::Established => self.established(g),
             Phase::Closed => {}
         }
-        if matches!(
-            g.phase,
-            Phase::Connecting | Phase::AwaitReply | Phase::AwaitRequest
-        ) && jiffies() >= g.deadline
-        {
+        if g.timed() && jiffies() >= g.deadline {
             self.refuse(g, "no MPA exchange in time", ETIMEDOUT());
         }
     }
@@ -749,6 +761,7 @@ impl Endpoint {
 
     /// Reports the connection up (ConnectReply with status 0, or Established).
     fn report_up(&self, g: &mut EpInner, kind: CmEventKind, private_data: &[u8]) {
+        g.established_owed = false;
         let negotiated = g.conn.as_ref().map(|c| c.negotiated);
         let event = CmEvent {
             kind,
@@ -900,6 +913,9 @@ impl Endpoint {
             }
             _ => return self.teardown(g, abort, 0),
         }
+        if g.established_owed {
+            self.report_up(g, CmEventKind::Established, &[]);
+        }
         let peer_closed = !abort
             && self.close_request.load(Ordering::Acquire) == 0
             && !g.conn.as_ref().is_some_and(|c| c.draining);
@@ -926,6 +942,9 @@ impl Endpoint {
         if let Some(qp) = g.qp.take() {
             // Our own reference comes back from the QP; dropped here, it is not the last.
             drop(RiwQp::connection_lost(&self.dev, &qp, self));
+        }
+        if g.established_owed {
+            self.report_up(g, CmEventKind::Established, &[]);
         }
         if let Some(cm_id) = g.cm_id.take() {
             if g.close_owed {
