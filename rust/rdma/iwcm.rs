@@ -224,31 +224,40 @@ unsafe fn device<'a, T: DeviceOps>(id: *mut bindings::iw_cm_id) -> &'a Device<T>
     unsafe { Device::from_raw((*id).device) }
 }
 
+/// A connect or accept hook: the id, its device and the connection parameters.
+///
+/// # Safety
+///
+/// The connection manager calls the hook with a live id of a device of `T` and
+/// parameters valid for the call.
+unsafe fn conn_hook<T: DeviceOps>(
+    id: *mut bindings::iw_cm_id,
+    param: *mut bindings::iw_cm_conn_param,
+    hook: fn(&Device<T>, CmId, &ConnParam<'_>) -> Result,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let (dev, param, id) =
+            unsafe { (device::<T>(id), conn_param(param)?, CmId::from_hook(id)?) };
+        hook(dev, id, &param)?;
+        Ok(0)
+    })
+}
+
 pub(super) unsafe extern "C" fn iw_connect_callback<T: DeviceOps>(
     id: *mut bindings::iw_cm_id,
     param: *mut bindings::iw_cm_conn_param,
 ) -> c_int {
-    from_result(|| {
-        // SAFETY: The connection manager calls hooks with a live id of a device of `T`
-        // and parameters valid for the call.
-        let (dev, param, id) =
-            unsafe { (device::<T>(id), conn_param(param)?, CmId::from_hook(id)?) };
-        T::iw_connect(dev, id, &param)?;
-        Ok(0)
-    })
+    // SAFETY: Called by the connection manager, as `conn_hook` requires.
+    unsafe { conn_hook::<T>(id, param, T::iw_connect) }
 }
 
 pub(super) unsafe extern "C" fn iw_accept_callback<T: DeviceOps>(
     id: *mut bindings::iw_cm_id,
     param: *mut bindings::iw_cm_conn_param,
 ) -> c_int {
-    from_result(|| {
-        // SAFETY: As for `iw_connect_callback`.
-        let (dev, param, id) =
-            unsafe { (device::<T>(id), conn_param(param)?, CmId::from_hook(id)?) };
-        T::iw_accept(dev, id, &param)?;
-        Ok(0)
-    })
+    // SAFETY: Called by the connection manager, as `conn_hook` requires.
+    unsafe { conn_hook::<T>(id, param, T::iw_accept) }
 }
 
 pub(super) unsafe extern "C" fn iw_reject_callback<T: DeviceOps>(

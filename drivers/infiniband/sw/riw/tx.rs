@@ -307,19 +307,7 @@ impl Sender {
         if !matches!(self.push(sock, true), Ok(true)) {
             return;
         }
-        let header = FpduHeader {
-            segment: SegmentHeader {
-                opcode: Opcode::Terminate,
-                last: true,
-                placement: Placement::Untagged {
-                    inval_stag: 0,
-                    queue: 2,
-                    msn: 1,
-                    mo: 0,
-                },
-            },
-            rdmap: RdmapHeader::Terminate(term),
-        };
+        let header = FpduHeader::terminate(term);
         if let Ok(n) =
             crate::proto::encode_fpdu::<KernelCrc32c>(&header, &[], self.crc, &mut self.frame)
         {

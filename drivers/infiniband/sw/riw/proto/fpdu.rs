@@ -16,8 +16,8 @@ use core::marker::PhantomData;
 
 use super::crc::{crc32c_finish, crc32c_from_wire, crc32c_to_wire, Crc32c, CRC32C_INIT};
 use super::ddp::{Control, Placement, SegmentHeader, TAGGED_HEADER_LEN, UNTAGGED_HEADER_LEN};
-use super::rdmap::{Opcode, RdmapHeader};
-use super::terminate::MAX_TERMINATE_LEN;
+use super::rdmap::{Opcode, RdmapHeader, QUEUE_TERMINATE};
+use super::terminate::{Terminate, MAX_TERMINATE_LEN};
 use super::wire::{Reader, Writer};
 use super::Error;
 
@@ -72,6 +72,24 @@ impl FpduHeader {
         Self {
             segment,
             rdmap: RdmapHeader::None,
+        }
+    }
+
+    /// The header of a Terminate message (untagged, queue 2, MSN 1: a stream carries at
+    /// most one).
+    pub const fn terminate(term: Terminate) -> Self {
+        Self {
+            segment: SegmentHeader {
+                opcode: Opcode::Terminate,
+                last: true,
+                placement: Placement::Untagged {
+                    inval_stag: 0,
+                    queue: QUEUE_TERMINATE,
+                    msn: 1,
+                    mo: 0,
+                },
+            },
+            rdmap: RdmapHeader::Terminate(term),
         }
     }
 

@@ -354,7 +354,7 @@ mod tests {
     use super::super::crc::SoftCrc32c;
     use super::super::ddp::{Placement, SegmentHeader};
     use super::super::fpdu::encode_fpdu;
-    use super::super::rdmap::{Opcode, RdmapHeader};
+    use super::super::rdmap::Opcode;
     use super::super::terminate::TermCause;
     use super::*;
     use std::vec::Vec;
@@ -483,19 +483,7 @@ mod tests {
     #[test]
     fn terminate_message_round_trips() {
         let term = Terminate::new(TermCause::RDMAP_CATASTROPHIC_STREAM);
-        let header = FpduHeader {
-            segment: SegmentHeader {
-                opcode: Opcode::Terminate,
-                last: true,
-                placement: Placement::Untagged {
-                    inval_stag: 0,
-                    queue: 2,
-                    msn: 1,
-                    mo: 0,
-                },
-            },
-            rdmap: RdmapHeader::Terminate(term),
-        };
+        let header = FpduHeader::terminate(term);
         let stream = frame(&header, &[]);
         let (events, err) = collect(&stream, 1);
         assert_eq!(err, None);
