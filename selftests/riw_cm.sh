@@ -55,7 +55,7 @@ else
 fi
 mapfile -t hostile_tests < <($py "$here/cm/hostile.py" list)
 TOOLS=(rdma_server ucmatose ucmatose_v6)
-TEARDOWN=(kill_client kill_server link_down link_delete rmmod)
+TEARDOWN=(peer_to_peer kill_client kill_server link_down link_delete rmmod)
 ktap_set_plan $((${#TOOLS[@]} + ${#cm_tests[@]} + ${#hostile_tests[@]} + ${#TEARDOWN[@]} + 2))
 
 # Both modules when the drivers differ; riw's first, so that rmmod of either is tested
@@ -148,6 +148,32 @@ riw_check "no rdma_cm ids, QPs or connections left after the C part" 30 \
 # ---- hostile peers ----
 
 riw_run_part 600 siw hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" run "$cm" "$RIW_NS1" "$srv_drv" 7480
+
+# ---- peer-to-peer mode with riw as the initiator ----
+
+p2p_param=/sys/module/riw/parameters/peer_to_peer
+t_peer_to_peer() {
+	local old rc=0
+	old=$(cat $p2p_param)
+	echo 1 >$p2p_param
+	riw_bg ip netns exec "$RIW_NS1" "$cm" serve $SRV4 7495
+	local s=$RIW_BG_PID
+	riw_poll 10 grep -q listening "${__riw_bg_log[$s]}" || true
+	in0 "$cm" ping $SRV4 7495 3 || rc=$?
+	echo "$old" >$p2p_param
+	kill -TERM -- -"$s"
+	ends_ok "$s" 10 || rc=$?
+	sed 's/^/serve: /' "${__riw_bg_log[$s]}" | riw_diag
+	return $rc
+}
+if [ "$cli_drv" = riw ]; then
+	# Against a riw responder the mode is used; against siw (compiled without it) the
+	# reply declines it and the connection goes on without.
+	riw_check "peer_to_peer: riw's peer_to_peer=1 initiator, 3 connections" 60 \
+		t_peer_to_peer || true
+else
+	ktap_test_skip "peer_to_peer: riw as initiator in peer-to-peer mode (the client is siw)"
+fi
 
 # ---- teardown with connections open ----
 

@@ -49,6 +49,7 @@ REFUSE_BOUND = 10
 XFAIL_LOG = 'siw logs nothing about a refused peer (siw_dbg only)'
 SKIP_TRUNCATED = ('siw drops its listener (refcount underflow, sometimes a crash) when a peer '
                   'closes mid-request')
+XFAIL_P2P = "siw's peer-to-peer mode is a compile-time constant, off"
 XFAIL_CRC_PARAM = "siw's mpa_crc_required is a compile-time constant, not a module parameter"
 
 
@@ -235,6 +236,15 @@ def fpdu_send(payload, msn, crc=True, bad=False):
     return frame + struct.pack('<I', c)
 
 
+def fpdu_write_rtr(crc=True):
+    """A zero-length RDMA Write (tagged, last segment, STag 0x100, TO 0): the peer-to-peer
+    ready-to-receive message (RFC 6581). Never STag 0, which some hardware refuses."""
+    ulpdu = bytes([0xC1, 0x40]) + struct.pack('>IQ', 0x100, 0)
+    frame = struct.pack('>H', len(ulpdu)) + ulpdu
+    frame += bytes(-len(frame) % 4)
+    return frame + struct.pack('<I', crc32c(frame) if crc else 0)
+
+
 def recv_exact(s, n, secs):
     s.settimeout(secs)
     buf = b''
@@ -412,6 +422,42 @@ def t_bad_crc(env):
     env.ping('after the bad CRC')
 
 
+def t_peer_to_peer(env):
+    """MPA v2 asking for peer-to-peer mode, ready-to-receive by zero-length Write: the
+    reply agrees, and after the Write a SEND is answered"""
+    s = connect()
+    lport = s.getsockname()[1]
+    # IRD 1 with P (peer-to-peer), ORD 1 with W (Write as ready-to-receive).
+    s.sendall(mpa_request(pd=b'p2p please', ird=0x8001, ord_=0x8001))
+    hdr, pd = read_reply(s)
+    flags = hdr[16]
+    print(f'reply: flags 0x{flags:02x} rev {hdr[17]} private data {pd!r}')
+    if not env.check(hdr[:16] == KEY_REP and not flags & F_REJECT, 'the request was rejected'):
+        s.close()
+        return
+    ird, ord_ = struct.unpack('>HH', pd[:4]) if flags & F_ENHANCED else (0, 0)
+    print(f'reply IRD 0x{ird:04x} ORD 0x{ord_:04x}')
+    crc = bool(flags & F_CRC)
+    p2p = bool(ird & 0x8000)
+    if env.check(p2p and ord_ & 0xC000 == 0x8000 and not ird & 0x4000,
+                 'the reply does not agree on peer-to-peer mode with a Write', XFAIL_P2P):
+        # The responder sends nothing before the ready-to-receive message.
+        s.settimeout(0.5)
+        try:
+            early = s.recv(64)
+        except socket.timeout:
+            early = b''
+        env.check(not early, f'{len(early)} bytes before the ready-to-receive message')
+        s.sendall(fpdu_write_rtr(crc))
+    s.sendall(fpdu_send(b'ping after ready-to-receive', 1, crc=crc))
+    ulpdu, ok = read_fpdu(s, crc)
+    env.check(ok and ulpdu[1] & 0x0F == 0x3 and ulpdu[18:22] == b'pong',
+              f'the answer is no SEND of pong: {ulpdu[:24].hex()}')
+    s.close()
+    env.no_leftovers('peer-to-peer', lport)
+    env.ping('after the peer-to-peer client')
+
+
 def t_crc_required(env):
     """with riw's mpa_crc_required=1, a request without CRC gets a reply that demands it,
     and CRC is used"""
@@ -456,7 +502,7 @@ def t_flood(env):
 
 
 TESTS = [t_garbage, t_truncated, t_truncated_hold, t_wrong_key, t_bad_revision, t_pd_too_long,
-         t_pd_huge, t_markers, t_silence, t_bad_crc, t_crc_required, t_flood]
+         t_pd_huge, t_markers, t_silence, t_bad_crc, t_peer_to_peer, t_crc_required, t_flood]
 
 
 def name(t):
