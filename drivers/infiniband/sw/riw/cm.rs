@@ -418,34 +418,32 @@ impl Endpoint {
                 .respond(&request, param.private_data)
                 .map(|(reply, settled)| reply.encode(&mut frame).map(|n| (n, settled)))
         };
-        let (n, settled) = match respond {
-            Ok(Ok(r)) => r,
-            _ => {
-                // Parameters the request cannot meet (no matching ready-to-receive).
-                let request = g.parser.frame().ok_or(EINVAL)?;
-                if let Ok(n) = config.reject(&request, &[]).encode(&mut frame) {
-                    g.out[..n].copy_from_slice(&frame[..n]);
-                    g.out_len = n;
-                    g.out_sent = 0;
-                    ep.flush_out(g);
-                }
+        let accepted = match respond {
+            Ok(Ok((n, settled))) => {
+                let mss = g.socket.as_ref().map_or(536, |s| s.mss());
+                Sender::new(settled.crc, mss).and_then(|tx| {
+                    let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
+                    RiwQp::enter_rts(&qp, ep.clone(), ord, ird)?;
+                    Ok((n, settled, tx))
+                })
+            }
+            // Parameters the request cannot meet (no matching ready-to-receive).
+            _ => Err(ECONNREFUSED()),
+        };
+        let (n, settled, tx) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = ep.send_reject(g, &[]);
                 ep.teardown(g, false, 0);
-                return Err(ECONNREFUSED());
+                return Err(e);
             }
         };
-        let mss = g.socket.as_ref().map_or(536, |s| s.mss());
         let conn = Connection {
-            tx: Sender::new(settled.crc, mss)?,
+            tx,
             negotiated: settled,
             tx_held: settled.rtr.is_some(),
             draining: false,
         };
-        RiwQp::enter_rts(
-            &qp,
-            ep.clone(),
-            u32::from(settled.ord),
-            u32::from(settled.ird),
-        )?;
         g.config = config;
         g.out[..n].copy_from_slice(&frame[..n]);
         g.out_len = n;
@@ -478,19 +476,9 @@ impl Endpoint {
         if g.phase != Phase::AwaitAccept {
             return Err(ECONNRESET());
         }
-        let mut frame = [0u8; MPA_MAX_FRAME_LEN];
-        let request = g.parser.frame().ok_or(EINVAL)?;
-        let n = g
-            .config
-            .reject(&request, private_data)
-            .encode(&mut frame)
-            .map_err(|_| EINVAL)?;
-        g.out[..n].copy_from_slice(&frame[..n]);
-        g.out_len = n;
-        g.out_sent = 0;
-        ep.flush_out(g);
+        let sent = ep.send_reject(g, private_data);
         ep.teardown(g, false, 0);
-        Ok(())
+        sent
     }
 
     /// Drops an endpoint that never got going.
@@ -650,7 +638,7 @@ impl Endpoint {
             if ratelimit() {
                 pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
             }
-            self.send_reject(g);
+            let _ = self.send_reject(g, &[]);
             return self.refuse_quietly(g, ECONNREFUSED());
         }
         if pd_len > MAX_EVENT_PRIVATE_DATA {
@@ -661,7 +649,7 @@ impl Endpoint {
                     pd_len
                 );
             }
-            self.send_reject(g);
+            let _ = self.send_reject(g, &[]);
             return self.refuse_quietly(g, ECONNREFUSED());
         }
         let Some(listener) = self.listener.clone() else {
@@ -686,22 +674,25 @@ impl Endpoint {
                     PeerName(g.remote)
                 );
             }
-            self.send_reject(g);
+            let _ = self.send_reject(g, &[]);
             self.refuse_quietly(g, ECONNREFUSED());
         }
     }
 
-    fn send_reject(&self, g: &mut EpInner) {
+    /// Answers the peer's request with a reject carrying `private_data`.
+    fn send_reject(&self, g: &mut EpInner, private_data: &[u8]) -> Result {
         let mut frame = [0u8; MPA_MAX_FRAME_LEN];
-        let Some(request) = g.parser.frame() else {
-            return;
-        };
-        if let Ok(n) = g.config.reject(&request, &[]).encode(&mut frame) {
-            g.out[..n].copy_from_slice(&frame[..n]);
-            g.out_len = n;
-            g.out_sent = 0;
-            self.flush_out(g);
-        }
+        let request = g.parser.frame().ok_or(EINVAL)?;
+        let n = g
+            .config
+            .reject(&request, private_data)
+            .encode(&mut frame)
+            .map_err(|_| EINVAL)?;
+        g.out[..n].copy_from_slice(&frame[..n]);
+        g.out_len = n;
+        g.out_sent = 0;
+        self.flush_out(g);
+        Ok(())
     }
 
     /// Active side: the peer's MPA reply.
