@@ -192,18 +192,26 @@ void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *s
 	sk->sk_state_change = saved->state_change;
 	sk->sk_write_space = saved->write_space;
 	write_unlock_bh(&sk->sk_callback_lock);
+	/* Callbacks still running hold the pointer in an RCU read section. */
+	synchronize_rcu();
 	return data;
 }
 
+/*
+ * Callbacks read sk_user_data under RCU rather than sk_callback_lock: they run from
+ * softirq and from the socket's backlog processing, under socket locks, and lockdep
+ * finds the callback lock taken there in an order the TCP stack's own use conflicts with
+ * (inet_csk_listen_stop takes it under the socket spinlock).
+ */
 void *riw_sock_callback_begin(struct sock *sk)
 {
-	read_lock_bh(&sk->sk_callback_lock);
-	return __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+	rcu_read_lock();
+	return __rcu_dereference_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
 }
 
 void riw_sock_callback_end(struct sock *sk)
 {
-	read_unlock_bh(&sk->sk_callback_lock);
+	rcu_read_unlock();
 }
 
 int riw_sock_state(struct sock *sk)

@@ -4,11 +4,12 @@
 //! receive, and the socket callbacks (`sk_data_ready`, `sk_state_change`,
 //! `sk_write_space`) turned into calls on a reference-counted handler.
 //!
-//! The callbacks run in softirq context with the socket's callback lock read-held; a
-//! handler only notes the event and schedules its work there. A handler is bound to a
-//! socket with [`TcpStream::attach`] or [`TcpListener::attach`]; the socket keeps one
-//! reference to it, which [`TcpStream::detach`] (or dropping the socket) takes back under
-//! the callback lock, after which no callback can reach the handler any more.
+//! The callbacks run in softirq context or from a socket's backlog processing, and read
+//! the handler under RCU; a handler only notes the event and schedules its work there. A handler is bound
+//! to a socket with [`TcpStream::attach`] or when a [`TcpListener`] is created; the
+//! socket keeps one reference to it, which [`TcpStream::detach`] (or dropping the socket)
+//! takes back after clearing it under the callback lock and waiting for an RCU grace
+//! period, after which no callback can reach the handler any more.
 
 use super::bindings;
 use super::errno::EAFNOSUPPORT;
@@ -199,8 +200,8 @@ pub enum SocketEvent {
     WriteSpace,
 }
 
-/// A handler of socket callbacks. Called in softirq context under the socket's callback
-/// lock: it must not sleep and should only schedule work.
+/// A handler of socket callbacks. Called in softirq context or from a socket's backlog
+/// processing, in an RCU read section: it must not sleep and should only schedule work.
 pub trait SocketHandler: Send + Sync + 'static {
     fn socket_event(this: &Arc<Self>, event: SocketEvent);
 }
@@ -294,14 +295,15 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     ///
     /// Called by the socket layer on a live `sk`.
     unsafe fn dispatch(sk: *mut bindings::sock, event: SocketEvent) {
-        // SAFETY: `sk` is live; the read lock is taken and released below.
+        // SAFETY: `sk` is live; the RCU read section is entered here and left below.
         let data = unsafe { bindings::riw_sock_callback_begin(sk) };
         // SAFETY: As above.
         let listening = unsafe { bindings::riw_sock_state(sk) } == TCP_LISTEN;
         if !data.is_null() && (!LISTENER || listening) {
-            // SAFETY: A non-NULL `sk_user_data` under the callback lock is the reference
-            // `attach` stored for a handler of this type (the trampolines are per type),
-            // which `detach` only drops after clearing it under the write lock.
+            // SAFETY: A non-NULL `sk_user_data` read in the RCU read section is the
+            // reference `install` stored for a handler of this type (the trampolines are
+            // per type), which `uninstall` only drops after clearing it and waiting for a
+            // grace period, so after this section ends.
             let handler = core::mem::ManuallyDrop::new(unsafe { Arc::from_raw(data.cast::<H>()) });
             H::socket_event(&handler, event);
         }
@@ -346,7 +348,8 @@ impl<H: SocketHandler> Binding<H> {
 
     fn uninstall(self, sock: &RawSocket) {
         // SAFETY: A live socket with our callbacks installed; this restores the old ones
-        // under the write lock, so no callback of ours runs after it returns.
+        // under the write lock and waits for running callbacks (RCU), so none of ours runs
+        // after it returns. May sleep: sockets are released in process context.
         let data = unsafe { bindings::riw_sock_uninstall(sock.sock.as_ptr(), &self.saved.0) };
         if !data.is_null() {
             // SAFETY: The reference `install` stored, now back with us.
