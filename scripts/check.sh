@@ -35,13 +35,30 @@ fi
 echo "check: building riw.ko against the debug kernel"
 if "$RIW_TOP/scripts/build-module.sh" debug; then
 	pass 1
-	echo "check: guest suite on the debug kernel"
-	selftests/vm/kselftest.sh --variant debug --module "$(riw_module_dir debug)/riw.ko" \
-		--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
-		2>&1 | tee "$log/guest.log"
-	read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log/guest.log")
-	pass "${p:-0}"
-	[ "${f:-1}" -eq 0 ] || fail "${f:-1}" "guest suite"
+	# The suites that connect siw devices run in guests of their own, one each: siw
+	# read-locks a socket's callback lock with softirqs enabled (siw_qp_llp_data_ready,
+	# siw_cm_llp_data_ready), which lockdep reports as soon as any TCP listener closes with
+	# connections not yet accepted; after one report lockdep is off for the rest of the
+	# boot. So riw's own suites keep a lockdep of their own, and lib.sh names siw's report
+	# (and only it) when it shows up in those guests.
+	with_siw=(riw_smoke.sh riw_cm_riw_siw.sh riw_cm_siw_riw.sh)
+	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
+	own=()
+	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
+		[[ " ${with_siw[*]} " == *" $t "* ]] || own+=("$t")
+	done
+	filters=("^($(IFS='|'; echo "${own[*]}"))\$")
+	for t in "${with_siw[@]}"; do filters+=("^$t\$"); done
+	for filter in "${filters[@]}"; do
+		echo "check: guest suite on the debug kernel: $filter"
+		selftests/vm/kselftest.sh --variant debug --module "$(riw_module_dir debug)/riw.ko" \
+			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
+			--filter "$filter" 2>&1 | tee "$log/guest.log"
+		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' \
+			"$log/guest.log")
+		pass "${p:-0}"
+		[ "${f:-1}" -eq 0 ] || fail "${f:-1}" "guest suite $filter"
+	done
 else
 	fail 1 "module build"
 fi
