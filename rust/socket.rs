@@ -300,11 +300,11 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
         // SAFETY: As above.
         let listening = unsafe { bindings::riw_sock_state(sk) } == TCP_LISTEN;
         if !data.is_null() && (!LISTENER || listening) {
-            // SAFETY: A non-NULL `sk_user_data` read in the RCU read section is the
-            // reference `install` stored for a handler of this type (the trampolines are
-            // per type), which `uninstall` only drops after clearing it and waiting for a
-            // grace period, so after this section ends.
-            let handler = core::mem::ManuallyDrop::new(unsafe { Arc::from_raw(data.cast::<H>()) });
+            // SAFETY: Non-NULL in the RCU read section: the reference `install` stored for
+            // this handler type (trampolines are per type); `uninstall` drops it only after
+            // clearing it and a grace period, so after this section.
+            let handler = unsafe { Arc::from_raw(data.cast::<H>()) };
+            let handler = core::mem::ManuallyDrop::new(handler);
             H::socket_event(&handler, event);
         }
         // SAFETY: Pairs with `riw_sock_callback_begin`.
