@@ -227,16 +227,22 @@ __riw_splats+='|held lock freed|suspected memory leak|blocked for more than|soft
 # siw read-locks its sockets' callback lock with softirqs enabled (siw_qp_llp_data_ready,
 # siw_cm_llp_data_ready in 6.12), which lockdep reports as "SOFTIRQ-safe -> SOFTIRQ-unsafe
 # lock order" once any TCP listener closes with connections not yet accepted (that path
-# takes the lock under the socket spinlock). The report whose unsafe acquisition is in
+# takes the lock under the socket spinlock), or as an "irq lock inversion" when siw's
+# callback comes second. The report whose unsafe acquisition is in
 # siw's code is siw's own: it is named, not counted. Everything else in it still is.
 __riw_without_siw_lockdep() {
 	awk '
-	/SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected/ { report = 1; buf = ""; unsafe = 0; siw = 0 }
+	/SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected|possible irq lock inversion dependency detected/ {
+		report = 1; buf = ""; unsafe = 0; siw = 0
+	}
 	report {
 		buf = buf $0 "\n"
 		if (/which became SOFTIRQ-irq-unsafe at/) unsafe = 1
 		else if (/other info that might help/) unsafe = 0
 		if (unsafe && /siw_(qp|cm)_llp_data_ready/) siw = 1
+		if (/just changed the state of lock/) changed = 1
+		else if (changed && /siw_(qp|cm)_llp_data_ready/) { siw = 1; changed = 0 }
+		else changed = 0
 		if (/<\/TASK>/) {
 			report = 0
 			if (siw) print "riw-selftest: siw lockdep report (siw_*_llp_data_ready read-locks sk_callback_lock with softirqs enabled), not counted"

@@ -147,7 +147,17 @@ riw_check "no rdma_cm ids, QPs or connections left after the C part" 30 \
 
 # ---- hostile peers ----
 
-riw_run_part 600 siw hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" run "$cm" "$RIW_NS1" "$srv_drv" 7480
+# They test the listener's driver: riw, or siw in the siw-to-siw reference run. Against a
+# siw listener in an interoperability run they would only repeat that run (and siw leaks an
+# endpoint for some of them, which kmemleak reports).
+if [ "$srv_drv" = riw ] || [ "$cli_drv" = siw ]; then
+	riw_run_part 600 siw hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" \
+		run "$cm" "$RIW_NS1" "$srv_drv" 7480
+else
+	for t in "${hostile_tests[@]}"; do
+		ktap_test_skip "${t%% *}: the listener is siw (covered by siw_cm.sh)"
+	done
+fi
 
 # ---- teardown with connections open ----
 
