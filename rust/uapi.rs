@@ -55,6 +55,8 @@ pub trait SqeExt {
     fn sges(&self) -> [uapi::siw_sge; uapi::SIW_MAX_SGE as usize];
     /// The bytes of the SGE slots after the first, where inline data lives.
     fn inline_area(&self) -> [u8; INLINE_AREA];
+    /// The remote address of an RDMA Write or Read.
+    fn raddr(&self) -> u64;
 }
 
 /// Size of the inline data area of a send queue entry.
@@ -66,6 +68,12 @@ impl SqeExt for uapi::siw_sqe {
         // SAFETY: The union's members are plain data of the same size (an SGE array, or
         // a pointer-sized word in the first SGE); any bits are SGEs.
         unsafe { self.__bindgen_anon_2.sge }
+    }
+
+    fn raddr(&self) -> u64 {
+        // SAFETY: Both members of the union are 64-bit plain data (an address, or a
+        // region pointer as an integer); any bits are a `u64`.
+        unsafe { self.__bindgen_anon_1.raddr }
     }
 
     fn inline_area(&self) -> [u8; INLINE_AREA] {

@@ -33,6 +33,7 @@ use crate::proto::{
     Terminate,
 };
 use crate::qp::RiwQp;
+use crate::reads::Reads;
 use crate::rx::{Receiver, RxEnd};
 use crate::tx::{Sender, TxEnd};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
@@ -100,6 +101,7 @@ pub(crate) struct Endpoint {
 /// The established data path.
 struct Connection {
     tx: Sender,
+    reads: Reads,
     negotiated: Negotiated,
     /// Peer-to-peer responder: nothing may be sent before the peer's ready-to-receive.
     tx_held: bool,
@@ -440,6 +442,11 @@ impl Endpoint {
         };
         let conn = Connection {
             tx,
+            reads: Reads::new(
+                u32::from(settled.ord),
+                u32::from(settled.ird),
+                RiwQp::send_depth(&qp),
+            ),
             negotiated: settled,
             tx_held: settled.rtr.is_some(),
             draining: false,
@@ -735,6 +742,11 @@ impl Endpoint {
         g.rx.start_fpdus(settled.crc, None);
         let mut conn = Connection {
             tx,
+            reads: Reads::new(
+                u32::from(settled.ord),
+                u32::from(settled.ird),
+                RiwQp::send_depth(&qp),
+            ),
             negotiated: settled,
             tx_held: false,
             draining: false,
@@ -812,10 +824,10 @@ impl Endpoint {
         let Some(qp) = g.qp.clone() else {
             return;
         };
-        let Some(sock) = g.socket.as_ref() else {
+        let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) else {
             return;
         };
-        let rx_end = g.rx.run(sock, &self.dev, &qp, BUDGET);
+        let rx_end = g.rx.run(sock, &self.dev, &qp, &mut conn.reads, BUDGET);
         if g.rx.take_rtr() {
             if let Some(conn) = g.conn.as_mut() {
                 conn.tx_held = false;
@@ -830,13 +842,7 @@ impl Endpoint {
             RxEnd::SocketError(e) => return self.end(g, true, e.to_errno(), None),
             RxEnd::Violation { terminate, why } => {
                 if ratelimit() {
-                    match why {
-                        Some(why) => pr_warn!("{} terminated: {}\n", PeerName(g.remote), why),
-                        None => pr_warn!(
-                            "{} terminated: a message without a posted receive\n",
-                            PeerName(g.remote)
-                        ),
-                    }
+                    pr_warn!("{} terminated: {}\n", PeerName(g.remote), why);
                 }
                 send_terminate(g, terminate);
                 return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
@@ -864,9 +870,9 @@ impl Endpoint {
         if conn.tx_held {
             return;
         }
-        match conn.tx.run(sock, &self.dev, &qp, BUDGET) {
+        match conn.tx.run(sock, &self.dev, &qp, &mut conn.reads, BUDGET) {
             TxEnd::Idle => {
-                if conn.draining && conn.tx.is_idle() {
+                if conn.draining && conn.tx.is_idle() && conn.reads.is_idle() {
                     self.end(g, false, 0, None);
                 }
             }
@@ -931,6 +937,13 @@ impl Endpoint {
             drop(sock);
         }
         if let Some(qp) = g.qp.take() {
+            // Work the engine took from the queues completes before what is left in them.
+            if RiwQp::is_bound_to(&qp, self) {
+                if let Some(conn) = g.conn.as_mut() {
+                    conn.tx.flush(&qp, &mut conn.reads);
+                }
+                g.rx.flush(&qp);
+            }
             // Our own reference comes back from the QP; dropped here, it is not the last.
             drop(RiwQp::connection_lost(&self.dev, &qp, self));
         }

@@ -18,6 +18,31 @@ const STAG_INDEX_MAX: u32 = (1 << 24) - 1;
 /// Rights a region may grant; riw has no atomics and no memory windows.
 const MR_ACCESS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
 
+/// Why an access to a region was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Denied {
+    /// No such region, wrong key, or invalidated.
+    Stag,
+    /// The region belongs to another protection domain.
+    Domain,
+    /// The region does not grant the access.
+    Rights,
+    /// The access leaves the region.
+    Bounds,
+}
+
+impl Denied {
+    /// The refusal, for the log.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            Self::Stag => "an STag that names no valid region",
+            Self::Domain => "an STag of another protection domain",
+            Self::Rights => "an access the region does not grant",
+            Self::Bounds => "an access beyond the region",
+        }
+    }
+}
+
 /// What a region's STag refers to.
 pub(crate) enum Backing {
     /// Pinned user memory, held pinned for the region's life.
@@ -45,6 +70,18 @@ impl MemRegion {
     /// Whether `stag` names this region (its key), the region is valid and belongs to `pd`,
     /// grants `rights`, and covers `len` bytes at `addr`.
     pub(crate) fn permits(&self, stag: u32, pd: usize, rights: u32, addr: u64, len: u64) -> bool {
+        self.check(stag, pd, rights, addr, len).is_ok()
+    }
+
+    /// As `permits`, saying which check failed first, for the Terminate a peer is owed.
+    pub(crate) fn check(
+        &self,
+        stag: u32,
+        pd: usize,
+        rights: u32,
+        addr: u64,
+        len: u64,
+    ) -> core::result::Result<(), Denied> {
         let covered = match self.backing {
             Backing::Dma(_) => true,
             _ => {
@@ -54,11 +91,17 @@ impl MemRegion {
                         .is_some_and(|end| end <= self.iova.saturating_add(self.length))
             }
         };
-        stag as u8 == self.key
-            && self.pd == pd
-            && self.valid.load(Ordering::Acquire)
-            && self.access & rights == rights
-            && covered
+        if stag as u8 != self.key || !self.valid.load(Ordering::Acquire) {
+            Err(Denied::Stag)
+        } else if self.pd != pd {
+            Err(Denied::Domain)
+        } else if self.access & rights != rights {
+            Err(Denied::Rights)
+        } else if !covered {
+            Err(Denied::Bounds)
+        } else {
+            Ok(())
+        }
     }
 
     /// Invalidates the region (local or remote invalidation).

@@ -211,6 +211,13 @@ impl RiwQp {
         Ok(())
     }
 
+    /// Whether the QP's connection is `ep`'s.
+    pub(crate) fn is_bound_to(qp: &Qp<RiwDevice>, ep: &Arc<Endpoint>) -> bool {
+        let this: &Self = qp;
+        let q = this.mutable.lock();
+        q.ep.as_ref().is_some_and(|bound| Arc::ptr_eq(bound, ep))
+    }
+
     /// The connection of `ep` ended: if the QP is bound to it, the QP enters ERROR, which
     /// flushes its queues. Returns the endpoint, for the caller to drop outside the lock.
     pub(crate) fn connection_lost(
@@ -234,6 +241,12 @@ impl RiwQp {
             dev.flusher.watch(qp.clone());
         }
         bound
+    }
+
+    /// Entries of the send queue.
+    pub(crate) fn send_depth(qp: &Qp<RiwDevice>) -> u32 {
+        let this: &Self = qp;
+        this.num_sqe
     }
 
     /// Takes the next send work request for the engine, copied out of the ring, if the

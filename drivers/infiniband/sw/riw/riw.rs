@@ -35,6 +35,8 @@ mod proto;
 #[forbid(unsafe_code)]
 mod qp;
 #[forbid(unsafe_code)]
+mod reads;
+#[forbid(unsafe_code)]
 mod rx;
 #[forbid(unsafe_code)]
 mod srq;

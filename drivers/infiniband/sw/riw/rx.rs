@@ -14,12 +14,13 @@ use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
 use crate::kernel_ext::rdma::{access, Device, Qp};
 use crate::kernel_ext::socket::TcpStream;
-use crate::mr::{pd_id, MemRegion, RiwMr};
+use crate::mr::{pd_id, Denied, MemRegion, RiwMr};
 use crate::proto::{
     Error as WireError, Opcode, Placement, RdmapHeader, RtrMode, RxConfig, RxEvent, RxHeader,
     StreamParser, TermCause, Terminate,
 };
 use crate::qp::RiwQp;
+use crate::reads::{InboundRead, Reads};
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -39,15 +40,64 @@ pub(crate) enum RxEnd {
     SocketError(Error),
     /// The peer broke the protocol (or sent what riw cannot take): send `terminate` and
     /// end the connection.
-    Violation {
-        terminate: Terminate,
-        why: Option<WireError>,
-    },
+    Violation { terminate: Terminate, why: Why },
     /// A receive buffer could not take the message (local error): the same, with the
     /// receive completed in error.
     LocalError { terminate: Terminate },
     /// The peer sent a Terminate.
     Terminated(Terminate),
+}
+
+impl RxEnd {
+    /// Copies the offending segment's headers into a Terminate built without them.
+    fn about_segment(self, parser: &StreamParser<KernelCrc32c>, h: Option<&RxHeader>) -> Self {
+        let Some(h) = h else {
+            return self;
+        };
+        let copy = |t: Terminate| {
+            let (raw, ulpdu_len) = parser.current_header();
+            Terminate::about_segment(t.cause, ulpdu_len.max(h.ulpdu_len), raw)
+        };
+        match self {
+            Self::Violation { terminate, why } => Self::Violation {
+                terminate: copy(terminate),
+                why,
+            },
+            Self::LocalError { terminate } => Self::LocalError {
+                terminate: copy(terminate),
+            },
+            other => other,
+        }
+    }
+}
+
+/// What a peer did wrong, for the log.
+pub(crate) enum Why {
+    /// The protocol core's finding.
+    Wire(WireError),
+    /// A placement or access check.
+    Refused(&'static str),
+}
+
+impl From<WireError> for Why {
+    fn from(e: WireError) -> Self {
+        Self::Wire(e)
+    }
+}
+
+impl From<&'static str> for Why {
+    fn from(what: &'static str) -> Self {
+        Self::Refused(what)
+    }
+}
+
+impl core::fmt::Display for Why {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Wire(e) => e.fmt(f),
+            Self::Refused(what) => f.write_str(what),
+        }
+    }
 }
 
 /// One receive buffer element, checked.
@@ -56,6 +106,12 @@ struct Target {
     region: Option<Arc<MemRegion>>,
     addr: u64,
     len: u32,
+}
+
+/// Where the payload of the tagged FPDU being received goes: checked memory, from `addr`.
+struct Sink {
+    region: Arc<MemRegion>,
+    addr: u64,
 }
 
 /// The receive buffer of the message being placed.
@@ -80,6 +136,8 @@ pub(crate) struct Receiver {
     /// The header of the FPDU being processed.
     header: Option<RxHeader>,
     message: Option<Message>,
+    /// The target of the tagged FPDU being received, if it carries payload.
+    sink: Option<Sink>,
     /// Peer-to-peer mode, responder: the ready-to-receive message still expected.
     rtr_expected: Option<RtrMode>,
     rtr_received: bool,
@@ -95,6 +153,7 @@ impl Receiver {
             parser: None,
             header: None,
             message: None,
+            sink: None,
             rtr_expected: None,
             rtr_received: false,
         })
@@ -133,6 +192,19 @@ impl Receiver {
         self.rtr_expected = rtr_expected;
     }
 
+    /// The connection ended: a receive half placed completes as flushed.
+    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>) {
+        if let Some(m) = self.message.take() {
+            let c =
+                Completion::flushed(m.wr_id, uapi::siw_opcode_SIW_OP_RECEIVE, true, qp.qp_num());
+            let cq = qp.recv_cq::<RiwDevice>();
+            if RiwCq::push(cq, &c).is_err() {
+                cq.report_overrun();
+            }
+        }
+        self.sink = None;
+    }
+
     /// Whether the peer-to-peer ready-to-receive message arrived (once).
     pub(crate) fn take_rtr(&mut self) -> bool {
         core::mem::take(&mut self.rtr_received)
@@ -144,6 +216,7 @@ impl Receiver {
         sock: &TcpStream<H>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
+        reads: &mut Reads,
         mut budget: u32,
     ) -> RxEnd {
         loop {
@@ -160,6 +233,7 @@ impl Receiver {
                 parser,
                 header,
                 message,
+                sink,
                 rtr_expected,
                 rtr_received,
             } = self;
@@ -172,7 +246,7 @@ impl Receiver {
                 Err(why) => {
                     return RxEnd::Violation {
                         terminate: parser.terminate_for(&why),
-                        why: Some(why),
+                        why: Why::Wire(why),
                     }
                 }
             };
@@ -183,8 +257,10 @@ impl Receiver {
             let mut place = Placer {
                 dev,
                 qp,
+                reads: &mut *reads,
                 header,
                 message,
+                sink,
                 rtr_expected,
                 rtr_received,
             };
@@ -197,7 +273,7 @@ impl Receiver {
                 }
             };
             if let Err(end) = result {
-                return end;
+                return end.about_segment(parser, header.as_ref());
             }
             if budget == 0 {
                 return RxEnd::Budget;
@@ -210,59 +286,203 @@ impl Receiver {
 struct Placer<'a> {
     dev: &'a Device<RiwDevice>,
     qp: &'a Qp<RiwDevice>,
+    reads: &'a mut Reads,
     header: &'a mut Option<RxHeader>,
     message: &'a mut Option<Message>,
+    sink: &'a mut Option<Sink>,
     rtr_expected: &'a mut Option<RtrMode>,
     rtr_received: &'a mut bool,
 }
 
-fn violation(cause: TermCause, why: Option<WireError>) -> RxEnd {
+fn violation(cause: TermCause, why: impl Into<Why>) -> RxEnd {
     RxEnd::Violation {
         terminate: Terminate::new(cause),
-        why,
+        why: why.into(),
     }
 }
 
 impl Placer<'_> {
     fn header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
         *self.header = Some(h);
+        *self.sink = None;
         let seg = h.header.segment;
         if let Some(mode) = *self.rtr_expected {
             // Peer-to-peer: the first FPDU must be the agreed zero-length message.
             let is_rtr = match mode {
                 RtrMode::Write => seg.opcode == Opcode::RdmaWrite,
-                RtrMode::Read => seg.opcode == Opcode::ReadRequest,
+                RtrMode::Read => {
+                    seg.opcode == Opcode::ReadRequest
+                        && matches!(h.header.rdmap, RdmapHeader::ReadRequest(r) if r.size == 0)
+                }
                 RtrMode::Send => seg.opcode == Opcode::Send,
             } && h.payload_len == 0
                 && seg.last;
-            if !is_rtr || mode != RtrMode::Write {
+            if !is_rtr || mode == RtrMode::Send {
                 return Err(violation(
                     TermCause::MPA_NO_MATCHING_RTR,
-                    Some(WireError::MpaNoMatchingRtr),
+                    WireError::MpaNoMatchingRtr,
                 ));
             }
             *self.rtr_expected = None;
             *self.rtr_received = true;
-            return Ok(());
+            if mode == RtrMode::Write {
+                return Ok(());
+            }
         }
         match seg.opcode {
             Opcode::Send
             | Opcode::SendSolicited
             | Opcode::SendInvalidate
             | Opcode::SendSolicitedInvalidate => self.send_header(h),
+            Opcode::RdmaWrite => self.write_header(h),
+            Opcode::ReadRequest => self.read_request(h),
+            Opcode::ReadResponse => self.response_header(h),
             Opcode::Terminate => match h.header.rdmap {
                 RdmapHeader::Terminate(t) => Err(RxEnd::Terminated(t)),
                 _ => Err(violation(
                     TermCause::RDMAP_UNEXPECTED_OPCODE,
-                    Some(WireError::TerminateMalformed),
+                    WireError::TerminateMalformed,
                 )),
             },
-            // RDMA Write, Read and the RFC 7306 extensions are not taken (yet).
+            // The RFC 7306 extensions are not offered, so not taken.
             other => Err(violation(
                 TermCause::RDMAP_UNEXPECTED_OPCODE,
-                Some(WireError::UnknownOpcode(other.to_wire())),
+                WireError::UnknownOpcode(other.to_wire()),
             )),
         }
+    }
+
+    /// An RDMA Write segment: its STag must name a region of the QP's domain that grants
+    /// remote write and covers the segment. (Access is the STag's to grant, as RFC 5040
+    /// has it: the QP's remote access flags are not checked, and librdmacm leaves them
+    /// clear on an active side's QP.)
+    fn write_header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
+        let Placement::Tagged { stag, to } = h.header.segment.placement else {
+            return Err(violation(
+                TermCause::DDP_TAGGED_INVALID_STAG,
+                "an RDMA Write without a tagged header",
+            ));
+        };
+        // A zero-length Write touches no memory: nothing to check.
+        if h.payload_len == 0 {
+            return Ok(());
+        }
+        let len = u64::from(h.payload_len);
+        let region = self
+            .region(stag, access::REMOTE_WRITE, to, len)
+            .map_err(|denied| violation(tagged_cause(denied), denied.what()))?;
+        *self.sink = Some(Sink { region, addr: to });
+        Ok(())
+    }
+
+    /// Looks up the region `stag` names and checks an access to it.
+    fn region(
+        &self,
+        stag: u32,
+        rights: u32,
+        addr: u64,
+        len: u64,
+    ) -> core::result::Result<Arc<MemRegion>, Denied> {
+        let pd = pd_id(self.qp.pd::<RiwDevice>());
+        let region = RiwMr::lookup(self.dev, stag).ok_or(Denied::Stag)?;
+        region.check(stag, pd, rights, addr, len)?;
+        Ok(region)
+    }
+
+    /// A Read Request of the peer: checked against the source region and IRD, then queued
+    /// for the sender to answer.
+    fn read_request(&mut self, h: RxHeader) -> Result<(), RxEnd> {
+        let RdmapHeader::ReadRequest(rr) = h.header.rdmap else {
+            return Err(violation(
+                TermCause::RDMAP_UNEXPECTED_OPCODE,
+                "a Read Request without its header",
+            ));
+        };
+        if !self.reads.may_accept_request() {
+            // IRD Read Requests are outstanding already: queue 1 has no buffer for it.
+            return Err(violation(
+                TermCause::DDP_UNTAGGED_NO_BUFFER,
+                "more Read Requests outstanding than IRD",
+            ));
+        }
+        if rr.sink_to.checked_add(u64::from(rr.size)).is_none() {
+            return Err(violation(
+                TermCause::RDMAP_TO_WRAP,
+                "a Read Request whose sink offset wraps",
+            ));
+        }
+        let source = if rr.size == 0 {
+            None
+        } else {
+            let region = self
+                .region(
+                    rr.source_stag,
+                    access::REMOTE_READ,
+                    rr.source_to,
+                    u64::from(rr.size),
+                )
+                .map_err(|denied| violation(read_source_cause(denied), denied.what()))?;
+            Some((region, rr.source_to))
+        };
+        let request = InboundRead {
+            sink_stag: rr.sink_stag,
+            sink_to: rr.sink_to,
+            size: rr.size,
+            source,
+        };
+        self.reads.accept_request(request).map_err(|_| {
+            violation(
+                TermCause::RDMAP_LOCAL_CATASTROPHIC,
+                "no memory for a Read Request",
+            )
+        })
+    }
+
+    /// A Read Response segment: it must continue the response to the oldest Read waiting,
+    /// at its sink STag, inside the size asked for.
+    fn response_header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
+        let Placement::Tagged { stag, to } = h.header.segment.placement else {
+            return Err(violation(
+                TermCause::DDP_TAGGED_INVALID_STAG,
+                "a Read Response without a tagged header",
+            ));
+        };
+        let Some(read) = self.reads.awaited() else {
+            // No Read waits: the STag names nothing of this stream.
+            return Err(violation(
+                TermCause::DDP_TAGGED_INVALID_STAG,
+                "a Read Response with no Read outstanding",
+            ));
+        };
+        if stag != read.stag {
+            return Err(violation(
+                TermCause::DDP_TAGGED_INVALID_STAG,
+                "a Read Response to another STag",
+            ));
+        }
+        let len = u32::from(h.payload_len);
+        let expected = read.to + u64::from(read.received);
+        let end = read.received.checked_add(len);
+        if to != expected || end.map_or(true, |end| end > read.size) {
+            return Err(violation(
+                TermCause::DDP_TAGGED_BASE_BOUNDS,
+                "a Read Response out of order or beyond its size",
+            ));
+        }
+        if len != 0 {
+            let Some(region) = read.region.clone() else {
+                return Err(violation(
+                    TermCause::DDP_TAGGED_BASE_BOUNDS,
+                    "a Read Response into no buffer",
+                ));
+            };
+            *self.sink = Some(Sink {
+                region,
+                addr: read.addr + u64::from(read.received),
+            });
+        }
+        read.received += len;
+        Ok(())
     }
 
     fn send_header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
@@ -270,25 +490,28 @@ impl Placer<'_> {
         let Placement::Untagged { mo, inval_stag, .. } = seg.placement else {
             return Err(violation(
                 TermCause::RDMAP_UNEXPECTED_OPCODE,
-                Some(WireError::OpcodeTagMismatch {
+                WireError::OpcodeTagMismatch {
                     opcode: seg.opcode.to_wire(),
-                }),
+                },
             ));
         };
         if self.message.is_none() {
             if mo != 0 {
                 return Err(violation(
                     TermCause::DDP_UNTAGGED_INVALID_MO,
-                    Some(WireError::InvalidMessageOffset {
+                    WireError::InvalidMessageOffset {
                         queue: 0,
                         expected: 0,
                         received: mo,
-                    }),
+                    },
                 ));
             }
             let Some(rqe) = RiwQp::take_recv(self.qp) else {
                 // No receive posted: the peer sent more than the consumer asked for.
-                return Err(violation(TermCause::DDP_UNTAGGED_NO_BUFFER, None));
+                return Err(violation(
+                    TermCause::DDP_UNTAGGED_NO_BUFFER,
+                    "a message without a posted receive",
+                ));
             };
             *self.message = Some(self.receive_buffer(&rqe)?);
         }
@@ -403,7 +626,19 @@ impl Placer<'_> {
             return Ok(());
         };
         let Placement::Untagged { mo, .. } = h.header.segment.placement else {
-            return Ok(());
+            // Tagged: into the memory checked at the header.
+            let Some(sink) = self.sink.as_ref() else {
+                return Ok(());
+            };
+            return sink
+                .region
+                .write(sink.addr + u64::from(offset), data)
+                .map_err(|_| {
+                    violation(
+                        TermCause::DDP_LOCAL_CATASTROPHIC,
+                        "placement into memory failed",
+                    )
+                });
         };
         let Some(m) = self.message.as_mut() else {
             return Ok(());
@@ -420,10 +655,26 @@ impl Placer<'_> {
     }
 
     fn end(&mut self) -> Result<(), RxEnd> {
+        *self.sink = None;
         let Some(h) = self.header.take() else {
             return Ok(());
         };
-        if !h.header.segment.last || self.message.is_none() {
+        if !h.header.segment.last {
+            return Ok(());
+        }
+        if h.header.segment.opcode == Opcode::ReadResponse {
+            // The last segment: the response must be whole.
+            let whole = self.reads.awaited().is_some_and(|r| r.received == r.size);
+            if !whole {
+                return Err(violation(
+                    TermCause::DDP_TAGGED_BASE_BOUNDS,
+                    "a Read Response shorter than the Read",
+                ));
+            }
+            self.reads.read_done(self.qp);
+            return Ok(());
+        }
+        if self.message.is_none() {
             return Ok(());
         }
         if let Some(m) = self.message.take() {
@@ -442,6 +693,26 @@ impl Placer<'_> {
             self.complete(&m, uapi::siw_wc_status_SIW_WC_SUCCESS);
         }
         Ok(())
+    }
+}
+
+/// The Terminate cause of a refused tagged placement (RDMA Write or Read Response).
+fn tagged_cause(denied: Denied) -> TermCause {
+    match denied {
+        Denied::Stag => TermCause::DDP_TAGGED_INVALID_STAG,
+        Denied::Domain => TermCause::DDP_TAGGED_STAG_NOT_ASSOCIATED,
+        Denied::Rights => TermCause::RDMAP_ACCESS_RIGHTS,
+        Denied::Bounds => TermCause::DDP_TAGGED_BASE_BOUNDS,
+    }
+}
+
+/// The Terminate cause of a refused Read Request source.
+fn read_source_cause(denied: Denied) -> TermCause {
+    match denied {
+        Denied::Stag => TermCause::RDMAP_INVALID_STAG,
+        Denied::Domain => TermCause::RDMAP_STAG_NOT_ASSOCIATED,
+        Denied::Rights => TermCause::RDMAP_ACCESS_RIGHTS,
+        Denied::Bounds => TermCause::RDMAP_BASE_BOUNDS,
     }
 }
 

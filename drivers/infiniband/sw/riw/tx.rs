@@ -4,25 +4,28 @@
 //! out of the shared ring and validated), segmented into FPDUs no larger than the path
 //! allows, handed to the socket without blocking, and completed into the send CQ.
 
-use crate::cq::{Completion, RiwCq};
 use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
-use crate::kernel_ext::rdma::{Device, Qp};
+use crate::kernel_ext::rdma::{access, Device, Qp};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream};
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
 use crate::mr::{pd_id, MemRegion, RiwMr};
 use crate::proto::fpdu::max_ulpdu_for_mss;
 use crate::proto::{
-    FpduHeader, FpduWriter, Opcode, Placement, RdmapHeader, SegmentHeader, Segmenter, Terminate,
-    MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN,
+    FpduHeader, FpduWriter, Opcode, Placement, RdmapHeader, ReadRequest, SegmentHeader, Segmenter,
+    Terminate, MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN, QUEUE_READ_REQUEST, QUEUE_SEND,
 };
 use crate::qp::RiwQp;
+use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork};
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// Largest message, as the device advertises it.
 const MAX_MESSAGE: u64 = 1 << 31;
+
+/// The sink STag of a zero-length Read, which has no local buffer: never 0.
+const ZERO_READ_SINK_STAG: u32 = 1;
 
 /// How a send run ended.
 pub(crate) enum TxEnd {
@@ -50,11 +53,19 @@ enum Source {
     Inline { len: u32 },
 }
 
+/// What a message is for.
+enum Origin {
+    /// Send or RDMA Write work.
+    Work(SendWork),
+    /// The Request of RDMA Read work.
+    Read(SendWork, ReadSink),
+    /// The response to a Read Request of the peer.
+    Response,
+}
+
 /// The message being sent.
 struct Message {
-    wr_id: u64,
-    opcode: u8,
-    signalled: bool,
+    origin: Origin,
     sources: KVec<Source>,
     inline: [u8; INLINE_AREA],
     segments: Segmenter,
@@ -66,11 +77,20 @@ pub(crate) struct Sender {
     max_ulpdu: u16,
     /// Next MSN on the Send queue.
     send_msn: u32,
+    /// Next MSN on the Read Request queue.
+    read_msn: u32,
     /// The FPDU being handed to the socket and how much of it went.
     frame: KVec<u8>,
     frame_len: usize,
     frame_sent: usize,
+    /// More of the frame's message follows it: the socket may hold it back to fill a
+    /// segment (the last FPDU of a message goes out at once).
+    frame_more: bool,
     message: Option<Message>,
+    /// Send work taken from the ring that waits for Reads (ORD, or a fence).
+    held: Option<uapi::siw_sqe>,
+    /// Which queue goes first at the next message boundary: responses or send work.
+    respond_first: bool,
 }
 
 impl Sender {
@@ -83,16 +103,20 @@ impl Sender {
             crc,
             max_ulpdu,
             send_msn: 1,
+            read_msn: 1,
             frame,
             frame_len: 0,
             frame_sent: 0,
+            frame_more: false,
             message: None,
+            held: None,
+            respond_first: false,
         })
     }
 
-    /// Whether nothing is half-sent.
+    /// Whether nothing is half-sent or held.
     pub(crate) fn is_idle(&self) -> bool {
-        self.message.is_none() && self.frame_sent == self.frame_len
+        self.message.is_none() && self.held.is_none() && self.frame_sent == self.frame_len
     }
 
     /// Hands the rest of the current FPDU to the socket.
@@ -107,16 +131,17 @@ impl Sender {
         Ok(true)
     }
 
-    /// Sends what the send queue holds, up to `budget` FPDUs.
+    /// Sends Read responses and what the send queue holds, up to `budget` FPDUs.
     pub(crate) fn run<H: SocketHandler>(
         &mut self,
         sock: &TcpStream<H>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
+        reads: &mut Reads,
         mut budget: u32,
     ) -> TxEnd {
         loop {
-            match self.push(sock, true) {
+            match self.push(sock, self.frame_more) {
                 Ok(true) => {}
                 Ok(false) => return TxEnd::Blocked,
                 Err(e) => return TxEnd::SocketError(e),
@@ -125,64 +150,228 @@ impl Sender {
                 return TxEnd::Budget;
             }
             if self.message.is_none() {
-                let Some(sqe) = RiwQp::take_send(qp) else {
-                    return TxEnd::Idle;
-                };
-                match self.start(dev, qp, &sqe) {
-                    Ok(m) => self.message = Some(m),
-                    Err(status) => {
-                        complete(qp, sqe.id, sqe.opcode, status, 0);
-                        return TxEnd::LocalError;
-                    }
+                match self.next_message(dev, qp, reads) {
+                    Ok(Some(m)) => self.message = Some(m),
+                    Ok(None) => return TxEnd::Idle,
+                    Err(()) => return TxEnd::LocalError,
                 }
             }
             let Some(m) = self.message.as_mut() else {
                 continue;
             };
-            match m.segments.next() {
-                Some(segment) => {
-                    if self
-                        .build(segment.header, segment.offset, segment.len)
-                        .is_err()
-                    {
-                        let m = self.message.take();
-                        if let Some(m) = m {
-                            complete(
-                                qp,
-                                m.wr_id,
-                                m.opcode,
-                                uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR,
-                                0,
-                            );
-                        }
-                        return TxEnd::LocalError;
-                    }
-                    budget -= 1;
+            let Some(segment) = m.segments.next() else {
+                if let Err(end) = self.finish_message(qp, reads) {
+                    return end;
                 }
-                None => {
-                    // Every segment is with the socket: the Send is done for the sender.
-                    if let Some(m) = self.message.take() {
-                        self.send_msn = self.send_msn.wrapping_add(1);
-                        if m.signalled {
-                            let len = m.sources.iter().map(Source::len).sum::<u32>();
-                            complete(
-                                qp,
-                                m.wr_id,
-                                m.opcode,
-                                uapi::siw_wc_status_SIW_WC_SUCCESS,
-                                len,
-                            );
-                        }
-                    }
+                continue;
+            };
+            if self
+                .build(segment.header, segment.offset, segment.len)
+                .is_err()
+            {
+                self.fail_message(qp, uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR);
+                return TxEnd::LocalError;
+            }
+            budget -= 1;
+            if segment.header.segment.last {
+                if let Err(end) = self.finish_message(qp, reads) {
+                    return end;
                 }
             }
         }
     }
 
-    /// Validates a send work request and plans its segments; `Err` is the completion
-    /// status to report.
-    fn start(
+    /// The last FPDU of the current message is built (its payload copied out): the
+    /// message is done for the sender.
+    fn finish_message(
+        &mut self,
+        qp: &Qp<RiwDevice>,
+        reads: &mut Reads,
+    ) -> core::result::Result<(), TxEnd> {
+        match self.message.take().map(|m| m.origin) {
+            Some(Origin::Work(work)) => reads.finished(qp, work),
+            Some(Origin::Read(work, sink)) => {
+                if reads.read_sent(work, sink).is_err() {
+                    complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
+                    return Err(TxEnd::LocalError);
+                }
+            }
+            Some(Origin::Response) => reads.responded(),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Picks the next message: a Read response or send work, taking turns so neither
+    /// starves the other. `Err` once send work failed (and was completed in error).
+    fn next_message(
+        &mut self,
+        dev: &Device<RiwDevice>,
+        qp: &Qp<RiwDevice>,
+        reads: &mut Reads,
+    ) -> core::result::Result<Option<Message>, ()> {
+        self.respond_first = !self.respond_first;
+        if self.respond_first {
+            if let Some(request) = reads.take_request() {
+                return self.response(request, reads).map(Some);
+            }
+        }
+        let Some(sqe) = self.held.take().or_else(|| {
+            if reads.can_take() {
+                RiwQp::take_send(qp)
+            } else {
+                None
+            }
+        }) else {
+            return match reads.take_request() {
+                Some(request) => self.response(request, reads).map(Some),
+                None => Ok(None),
+            };
+        };
+        let fenced = u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_READ_FENCE != 0;
+        let is_read = u32::from(sqe.opcode) == uapi::siw_opcode_SIW_OP_READ;
+        let must_wait =
+            (fenced && reads.reads_waiting()) || (is_read && reads.may_read() == Some(false));
+        if must_wait {
+            // A Read response completes a Read, and the endpoint runs the sender again.
+            self.held = Some(sqe);
+            return match reads.take_request() {
+                Some(request) => self.response(request, reads).map(Some),
+                None => Ok(None),
+            };
+        }
+        match self.start(dev, qp, &sqe) {
+            Ok(m) => Ok(Some(m)),
+            Err(status) => {
+                let work = SendWork {
+                    wr_id: sqe.id,
+                    opcode: sqe.opcode,
+                    signalled: true,
+                    bytes: 0,
+                };
+                complete_send(qp, &work, status);
+                Err(())
+            }
+        }
+    }
+
+    /// Plans the response to a Read Request (checked when it arrived).
+    fn response(
         &self,
+        request: InboundRead,
+        reads: &mut Reads,
+    ) -> core::result::Result<Message, ()> {
+        let template = FpduHeader::new(SegmentHeader {
+            opcode: Opcode::ReadResponse,
+            last: true,
+            placement: Placement::Tagged {
+                stag: request.sink_stag,
+                to: request.sink_to,
+            },
+        });
+        let mut sources = KVec::new();
+        if let Some((region, addr)) = request.source {
+            let source = Source::Region {
+                region,
+                addr,
+                len: request.size,
+            };
+            if sources.push(source, GFP_KERNEL).is_err() {
+                reads.responded();
+                return Err(());
+            }
+        }
+        match Segmenter::new(template, request.size, self.max_ulpdu) {
+            Ok(segments) => Ok(Message {
+                origin: Origin::Response,
+                sources,
+                inline: [0; INLINE_AREA],
+                segments,
+            }),
+            Err(_) => {
+                reads.responded();
+                Err(())
+            }
+        }
+    }
+
+    /// The current message failed locally: send work completes in error.
+    fn fail_message(&mut self, qp: &Qp<RiwDevice>, status: u32) {
+        match self.message.take().map(|m| m.origin) {
+            Some(Origin::Work(work) | Origin::Read(work, _)) => complete_send(qp, &work, status),
+            _ => {}
+        }
+    }
+
+    /// The connection ended: the work taken from the send queue and not completed yet
+    /// completes as flushed, oldest first.
+    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, reads: &mut Reads) {
+        const FLUSHED: u32 = uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR;
+        reads.flush(qp);
+        self.fail_message(qp, FLUSHED);
+        if let Some(sqe) = self.held.take() {
+            let work = SendWork {
+                wr_id: sqe.id,
+                opcode: sqe.opcode,
+                signalled: true,
+                bytes: 0,
+            };
+            complete_send(qp, &work, FLUSHED);
+        }
+    }
+
+    /// Checks the local buffer of send work: its SGEs, or inline data. Returns the
+    /// sources and the total length, or the completion status to report.
+    fn sources(
+        dev: &Device<RiwDevice>,
+        qp: &Qp<RiwDevice>,
+        sqe: &uapi::siw_sqe,
+        rights: u32,
+    ) -> core::result::Result<(KVec<Source>, u64), u32> {
+        const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
+        let mut sources = KVec::new();
+        let mut total: u64 = 0;
+        if u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_INLINE != 0 {
+            let len = sqe.sges()[0].length;
+            if len as usize > INLINE_AREA {
+                return Err(LOC_QP_OP_ERR);
+            }
+            sources
+                .push(Source::Inline { len }, GFP_KERNEL)
+                .map_err(|_| LOC_QP_OP_ERR)?;
+            return Ok((sources, u64::from(len)));
+        }
+        let n = usize::from(sqe.num_sge);
+        if n > uapi::SIW_MAX_SGE as usize {
+            return Err(LOC_QP_OP_ERR);
+        }
+        let pd = pd_id(qp.pd::<RiwDevice>());
+        for sge in sqe.sges().iter().take(n) {
+            if sge.length == 0 {
+                continue;
+            }
+            let region = RiwMr::lookup(dev, sge.lkey)
+                .filter(|r| r.permits(sge.lkey, pd, rights, sge.laddr, u64::from(sge.length)))
+                .ok_or(uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
+            sources
+                .push(
+                    Source::Region {
+                        region,
+                        addr: sge.laddr,
+                        len: sge.length,
+                    },
+                    GFP_KERNEL,
+                )
+                .map_err(|_| LOC_QP_OP_ERR)?;
+            total += u64::from(sge.length);
+        }
+        Ok((sources, total))
+    }
+
+    /// Validates send work and plans its segments; `Err` is the completion status to
+    /// report.
+    fn start(
+        &mut self,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         sqe: &uapi::siw_sqe,
@@ -198,79 +387,124 @@ impl Sender {
             return Err(LOC_QP_OP_ERR);
         }
         let solicited = flags & uapi::siw_wqe_flags_SIW_WQE_SOLICITED != 0;
-        let (opcode, inval_stag) = match u32::from(sqe.opcode) {
-            uapi::siw_opcode_SIW_OP_SEND if solicited => (Opcode::SendSolicited, 0),
-            uapi::siw_opcode_SIW_OP_SEND => (Opcode::Send, 0),
-            uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV if solicited => {
-                (Opcode::SendSolicitedInvalidate, sqe.rkey)
-            }
-            uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV => (Opcode::SendInvalidate, sqe.rkey),
-            // RDMA Write and Read come with the data path engine.
+        let inline = flags & uapi::siw_wqe_flags_SIW_WQE_INLINE != 0;
+        let opcode = match u32::from(sqe.opcode) {
+            uapi::siw_opcode_SIW_OP_SEND if solicited => Opcode::SendSolicited,
+            uapi::siw_opcode_SIW_OP_SEND => Opcode::Send,
+            uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV if solicited => Opcode::SendSolicitedInvalidate,
+            uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV => Opcode::SendInvalidate,
+            uapi::siw_opcode_SIW_OP_WRITE => Opcode::RdmaWrite,
+            uapi::siw_opcode_SIW_OP_READ if !inline && sqe.num_sge <= 1 => Opcode::ReadRequest,
             _ => return Err(LOC_QP_OP_ERR),
         };
-        let mut sources = KVec::new();
-        let mut inline = [0u8; INLINE_AREA];
-        let mut total: u64 = 0;
-        if flags & uapi::siw_wqe_flags_SIW_WQE_INLINE != 0 {
-            let len = sqe.sges()[0].length;
-            if len as usize > INLINE_AREA {
-                return Err(LOC_QP_OP_ERR);
-            }
-            inline = sqe.inline_area();
-            sources
-                .push(Source::Inline { len }, GFP_KERNEL)
-                .map_err(|_| LOC_QP_OP_ERR)?;
-            total = u64::from(len);
+        // A Read's local buffer is written by the response.
+        let rights = if opcode == Opcode::ReadRequest {
+            access::LOCAL_WRITE
         } else {
-            let n = usize::from(sqe.num_sge);
-            if n > uapi::SIW_MAX_SGE as usize {
-                return Err(LOC_QP_OP_ERR);
-            }
-            let pd = pd_id(qp.pd::<RiwDevice>());
-            for sge in sqe.sges().iter().take(n) {
-                if sge.length == 0 {
-                    continue;
-                }
-                let region = RiwMr::lookup(dev, sge.lkey)
-                    .filter(|r| r.permits(sge.lkey, pd, 0, sge.laddr, u64::from(sge.length)))
-                    .ok_or(uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
-                sources
-                    .push(
-                        Source::Region {
-                            region,
-                            addr: sge.laddr,
-                            len: sge.length,
-                        },
-                        GFP_KERNEL,
-                    )
-                    .map_err(|_| LOC_QP_OP_ERR)?;
-                total += u64::from(sge.length);
-            }
-        }
+            0
+        };
+        let (sources, total) = Self::sources(dev, qp, sqe, rights)?;
         if total > MAX_MESSAGE {
             return Err(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR);
         }
-        let template = FpduHeader {
-            segment: SegmentHeader {
-                opcode,
-                last: true,
-                placement: Placement::Untagged {
-                    inval_stag,
-                    queue: 0,
-                    msn: self.send_msn,
-                    mo: 0,
-                },
-            },
-            rdmap: RdmapHeader::None,
-        };
-        let segments =
-            Segmenter::new(template, total as u32, self.max_ulpdu).map_err(|_| LOC_QP_OP_ERR)?;
-        Ok(Message {
+        let mut work = SendWork {
             wr_id: sqe.id,
             opcode: sqe.opcode,
             signalled: flags & uapi::siw_wqe_flags_SIW_WQE_SIGNALLED != 0,
+            bytes: total as u32,
+        };
+        let (template, origin, payload_len) = match opcode {
+            Opcode::RdmaWrite => (
+                FpduHeader::new(SegmentHeader {
+                    opcode,
+                    last: true,
+                    placement: Placement::Tagged {
+                        stag: sqe.rkey,
+                        to: sqe.raddr(),
+                    },
+                }),
+                Origin::Work(work),
+                total,
+            ),
+            Opcode::ReadRequest => {
+                let sge = sqe.sges()[0];
+                let (region, sink_stag, sink_to) = match sources.first() {
+                    Some(Source::Region { region, addr, .. }) => {
+                        (Some(region.clone()), sge.lkey, *addr)
+                    }
+                    // Zero bytes: a non-zero STag all the same (hardware rejects 0).
+                    _ => (None, ZERO_READ_SINK_STAG, 0),
+                };
+                sink_to
+                    .checked_add(total)
+                    .ok_or(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR)?;
+                let msn = self.read_msn;
+                self.read_msn = msn.wrapping_add(1);
+                let header = FpduHeader {
+                    segment: SegmentHeader {
+                        opcode,
+                        last: true,
+                        placement: Placement::Untagged {
+                            inval_stag: 0,
+                            queue: QUEUE_READ_REQUEST,
+                            msn,
+                            mo: 0,
+                        },
+                    },
+                    rdmap: RdmapHeader::ReadRequest(ReadRequest {
+                        sink_stag,
+                        sink_to,
+                        size: total as u32,
+                        source_stag: sqe.rkey,
+                        source_to: sqe.raddr(),
+                    }),
+                };
+                work.bytes = total as u32;
+                let sink = ReadSink {
+                    stag: sink_stag,
+                    to: sink_to,
+                    size: total as u32,
+                    region,
+                    addr: sink_to,
+                    received: 0,
+                };
+                (header, Origin::Read(work, sink), 0)
+            }
+            _ => {
+                let inval_stag = if opcode.invalidates() { sqe.rkey } else { 0 };
+                let msn = self.send_msn;
+                self.send_msn = msn.wrapping_add(1);
+                (
+                    FpduHeader::new(SegmentHeader {
+                        opcode,
+                        last: true,
+                        placement: Placement::Untagged {
+                            inval_stag,
+                            queue: QUEUE_SEND,
+                            msn,
+                            mo: 0,
+                        },
+                    }),
+                    Origin::Work(work),
+                    total,
+                )
+            }
+        };
+        let segments = Segmenter::new(template, payload_len as u32, self.max_ulpdu)
+            .map_err(|_| LOC_QP_OP_ERR)?;
+        let sources = if matches!(origin, Origin::Read(..)) {
+            KVec::new()
+        } else {
+            sources
+        };
+        Ok(Message {
+            origin,
             sources,
-            inline,
+            inline: if inline {
+                sqe.inline_area()
+            } else {
+                [0; INLINE_AREA]
+            },
             segments,
         })
     }
@@ -282,6 +516,7 @@ impl Sender {
             frame,
             frame_len,
             frame_sent,
+            frame_more,
             message,
             ..
         } = self;
@@ -298,6 +533,7 @@ impl Sender {
             .map_err(|_| EINVAL)?;
         *frame_len = body_end + tail;
         *frame_sent = 0;
+        *frame_more = !header.segment.last;
         Ok(())
     }
 
@@ -368,30 +604,5 @@ fn gather(m: &Message, mut offset: u32, mut out: &mut [u8]) -> Result {
         Ok(())
     } else {
         Err(EINVAL)
-    }
-}
-
-/// Reports the completion of a send work request.
-fn complete(qp: &Qp<RiwDevice>, wr_id: u64, opcode: u8, status: u32, bytes: u32) {
-    let user_opcode = matches!(
-        u32::from(opcode),
-        uapi::siw_opcode_SIW_OP_SEND | uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV
-    );
-    let c = Completion {
-        wr_id,
-        opcode: if user_opcode {
-            u32::from(opcode)
-        } else {
-            uapi::siw_opcode_SIW_OP_SEND
-        },
-        status,
-        bytes,
-        qp_num: qp.qp_num(),
-        solicited: false,
-        invalidated: None,
-    };
-    let cq = qp.send_cq::<RiwDevice>();
-    if RiwCq::push(cq, &c).is_err() {
-        cq.report_overrun();
     }
 }

@@ -92,6 +92,6 @@ pub use mpa::{
     FrameKind, MpaConfig, MpaFrame, MpaFrameParser, MpaProgress, MpaRevision, Negotiated, RtrMode,
     RtrModes,
 };
-pub use rdmap::{Opcode, RdmapHeader};
+pub use rdmap::{Opcode, RdmapHeader, ReadRequest, QUEUE_READ_REQUEST, QUEUE_SEND};
 pub use rx::{RxConfig, RxEvent, RxHeader, RxStep, StreamParser};
 pub use terminate::{Layer, TermCause, Terminate};

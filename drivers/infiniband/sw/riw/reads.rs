@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA Read state of a connection, and the order of send completions.
+//!
+//! Requester: each RDMA Read sent waits for its response, at most ORD of them at a time.
+//! Send work finished while a Read waits is held behind it, so the send CQ sees completions
+//! in the order the work was posted. Responder: Read Requests wait, at most IRD of them,
+//! for the sender to answer them between messages of the send queue.
+
+use crate::cq::{Completion, RiwCq};
+use crate::device::RiwDevice;
+use crate::kernel_ext::rdma::Qp;
+use crate::mr::MemRegion;
+use crate::uapi;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// A bounded first-in first-out queue whose storage grows as it fills.
+pub(crate) struct Ring<T> {
+    slots: KVec<Option<T>>,
+    head: usize,
+    len: usize,
+    limit: usize,
+}
+
+impl<T> Ring<T> {
+    /// An empty queue that holds at most `limit` items.
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            slots: KVec::new(),
+            head: 0,
+            len: 0,
+            limit,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.len >= self.limit
+    }
+
+    fn grow(&mut self) -> Result {
+        let capacity = (self.slots.len() * 2).max(8).min(self.limit);
+        let mut slots = KVec::with_capacity(capacity, GFP_KERNEL)?;
+        while let Some(item) = self.pop_front() {
+            // Cannot fail: the capacity is there.
+            slots.push(Some(item), GFP_KERNEL)?;
+        }
+        let len = slots.len();
+        while slots.len() < capacity {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        self.slots = slots;
+        self.head = 0;
+        self.len = len;
+        Ok(())
+    }
+
+    /// Appends `item`; gives it back if the queue is full or cannot grow.
+    pub(crate) fn push_back(&mut self, item: T) -> core::result::Result<(), T> {
+        if self.is_full() || (self.len == self.slots.len() && self.grow().is_err()) {
+            return Err(item);
+        }
+        let at = (self.head + self.len) % self.slots.len();
+        match self.slots.get_mut(at) {
+            Some(slot) => *slot = Some(item),
+            None => return Err(item),
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    pub(crate) fn front_mut(&mut self) -> Option<&mut T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.slots.get_mut(self.head)?.as_mut()
+    }
+
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let item = self.slots.get_mut(self.head)?.take();
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        item
+    }
+}
+
+/// A send work request, as its completion reports it.
+#[derive(Clone, Copy)]
+pub(crate) struct SendWork {
+    pub(crate) wr_id: u64,
+    /// The soft-iWARP opcode.
+    pub(crate) opcode: u8,
+    pub(crate) signalled: bool,
+    pub(crate) bytes: u32,
+}
+
+/// Where the response to one of our RDMA Reads goes.
+pub(crate) struct ReadSink {
+    /// The STag and tagged offset the Read Request named as its sink.
+    pub(crate) stag: u32,
+    pub(crate) to: u64,
+    pub(crate) size: u32,
+    /// The local buffer, checked for local write access when the Read was posted
+    /// (`None` for a zero-length Read).
+    pub(crate) region: Option<Arc<MemRegion>>,
+    pub(crate) addr: u64,
+    /// Bytes of the response placed so far (responses arrive in order).
+    pub(crate) received: u32,
+}
+
+/// Send work that left the send queue and has not been completed yet.
+struct Pending {
+    work: SendWork,
+    /// A Read waiting for its response.
+    read: Option<ReadSink>,
+}
+
+/// A Read Request of the peer, checked, waiting for its response.
+pub(crate) struct InboundRead {
+    pub(crate) sink_stag: u32,
+    pub(crate) sink_to: u64,
+    pub(crate) size: u32,
+    /// The source: `None` for a zero-length Read.
+    pub(crate) source: Option<(Arc<MemRegion>, u64)>,
+}
+
+/// The RDMA Read state of a connection.
+pub(crate) struct Reads {
+    /// Oldest first; the front, if any, is a Read waiting for its response.
+    pending: Ring<Pending>,
+    /// Reads waiting for their response.
+    waiting: u32,
+    /// Reads we may have waiting (ORD).
+    ord: u32,
+    /// Read Requests to answer.
+    requests: Ring<InboundRead>,
+    /// A response is being sent (it counts against IRD until it has gone).
+    responding: bool,
+    /// Read Requests the peer may have outstanding (IRD).
+    ird: u32,
+}
+
+impl Reads {
+    /// A connection's Read state, for the negotiated `ord` and `ird`, on a QP with
+    /// `sq_depth` send queue entries.
+    pub(crate) fn new(ord: u32, ird: u32, sq_depth: u32) -> Self {
+        Self {
+            pending: Ring::new(sq_depth as usize),
+            waiting: 0,
+            ord,
+            requests: Ring::new(ird as usize),
+            responding: false,
+            ird,
+        }
+    }
+
+    /// Whether nothing waits: no Read for a response, no request for its answer.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.requests.is_empty() && !self.responding
+    }
+
+    /// Whether the sender may take more send work (finished work can wait behind Reads).
+    pub(crate) fn can_take(&self) -> bool {
+        !self.pending.is_full()
+    }
+
+    /// Whether a Read posted now could be sent: below ORD. `None` if it never could.
+    pub(crate) fn may_read(&self) -> Option<bool> {
+        (self.ord != 0).then_some(self.waiting < self.ord)
+    }
+
+    /// Whether Reads are waiting (a fenced work request waits for them).
+    pub(crate) fn reads_waiting(&self) -> bool {
+        self.waiting != 0
+    }
+
+    /// Send work has gone: complete it now, or behind the Reads still waiting.
+    pub(crate) fn finished(&mut self, qp: &Qp<RiwDevice>, work: SendWork) {
+        if !work.signalled {
+            return;
+        }
+        if self.pending.is_empty() {
+            complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+        } else if let Err(p) = self.pending.push_back(Pending { work, read: None }) {
+            // `can_take` keeps room; should it not, order gives way to completion.
+            complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+        }
+    }
+
+    /// A Read Request has gone: its response is awaited.
+    pub(crate) fn read_sent(&mut self, work: SendWork, sink: ReadSink) -> Result {
+        self.pending
+            .push_back(Pending {
+                work,
+                read: Some(sink),
+            })
+            .map_err(|_| ENOMEM)?;
+        self.waiting += 1;
+        Ok(())
+    }
+
+    /// The Read whose response comes next.
+    pub(crate) fn awaited(&mut self) -> Option<&mut ReadSink> {
+        self.pending.front_mut()?.read.as_mut()
+    }
+
+    /// The awaited Read's response is complete: it and the work held behind it complete.
+    pub(crate) fn read_done(&mut self, qp: &Qp<RiwDevice>) {
+        if let Some(p) = self.pending.pop_front() {
+            self.waiting = self.waiting.saturating_sub(1);
+            if p.work.signalled {
+                complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+            }
+        }
+        while self.awaited().is_none() {
+            let Some(p) = self.pending.pop_front() else {
+                break;
+            };
+            complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+        }
+    }
+
+    /// Whether one more Read Request may be queued (IRD).
+    pub(crate) fn may_accept_request(&self) -> bool {
+        self.requests.len() + usize::from(self.responding) < self.ird as usize
+    }
+
+    /// Queues a checked Read Request of the peer.
+    pub(crate) fn accept_request(&mut self, request: InboundRead) -> Result {
+        if !self.may_accept_request() {
+            return Err(ENOSPC);
+        }
+        self.requests.push_back(request).map_err(|_| ENOMEM)
+    }
+
+    /// The next Read Request to answer; it counts against IRD until `responded`.
+    pub(crate) fn take_request(&mut self) -> Option<InboundRead> {
+        let request = self.requests.pop_front()?;
+        self.responding = true;
+        Some(request)
+    }
+
+    /// A response has gone to the socket.
+    pub(crate) fn responded(&mut self) {
+        self.responding = false;
+    }
+
+    /// The connection ended: what waits completes, Reads flushed, the work behind them
+    /// as it went.
+    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>) {
+        while let Some(p) = self.pending.pop_front() {
+            if p.read.is_some() {
+                complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR);
+            } else {
+                complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+            }
+        }
+        self.waiting = 0;
+        while self.requests.pop_front().is_some() {}
+        self.responding = false;
+    }
+}
+
+/// Reports the completion of send work, whose byte count is reported on success only.
+pub(crate) fn complete_send(qp: &Qp<RiwDevice>, work: &SendWork, status: u32) {
+    let user_opcode = matches!(
+        u32::from(work.opcode),
+        uapi::siw_opcode_SIW_OP_SEND
+            | uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV
+            | uapi::siw_opcode_SIW_OP_WRITE
+            | uapi::siw_opcode_SIW_OP_READ
+            | uapi::siw_opcode_SIW_OP_INVAL_STAG
+            | uapi::siw_opcode_SIW_OP_REG_MR
+    );
+    let c = Completion {
+        wr_id: work.wr_id,
+        opcode: if user_opcode {
+            u32::from(work.opcode)
+        } else {
+            uapi::siw_opcode_SIW_OP_SEND
+        },
+        status,
+        bytes: if status == uapi::siw_wc_status_SIW_WC_SUCCESS {
+            work.bytes
+        } else {
+            0
+        },
+        qp_num: qp.qp_num(),
+        solicited: false,
+        invalidated: None,
+    };
+    let cq = qp.send_cq::<RiwDevice>();
+    if RiwCq::push(cq, &c).is_err() {
+        cq.report_overrun();
+    }
+}
