@@ -41,14 +41,17 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# connections not yet accepted; after one report lockdep is off for the rest of the
 	# boot. So riw's own suites keep a lockdep of their own, and lib.sh names siw's report
 	# (and only it) when it shows up in those guests.
-	with_siw=(riw_smoke.sh riw_cm_riw_siw.sh riw_cm_siw_riw.sh)
+	# One guest per pattern; the two directions of interoperability each get one.
+	with_siw=('riw_smoke\.sh' 'riw_(cm|data)_riw_siw\.sh' 'riw_(cm|data)_siw_riw\.sh')
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
-		[[ " ${with_siw[*]} " == *" $t "* ]] || own+=("$t")
+		siw=
+		for re in "${with_siw[@]}"; do [[ $t =~ ^$re$ ]] && siw=1; done
+		[ -n "$siw" ] || own+=("$t")
 	done
 	filters=("^($(IFS='|'; echo "${own[*]}"))\$")
-	for t in "${with_siw[@]}"; do filters+=("^$t\$"); done
+	for re in "${with_siw[@]}"; do filters+=("^$re\$"); done
 	for filter in "${filters[@]}"; do
 		echo "check: guest suite on the debug kernel: $filter"
 		selftests/vm/kselftest.sh --variant debug --module "$(riw_module_dir debug)/riw.ko" \
