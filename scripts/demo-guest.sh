@@ -45,14 +45,21 @@ run ip netns exec $ns1 ibv_devinfo -v -d riw1
 # (one soft-iWARP device per netdev: the other end's riw device makes room for siw).
 pair $ns1 rdma_server -s 192.0.2.2 -p 7471 -- $ns0 rdma_client -s 192.0.2.2 -p 7471
 pair $ns1 ucmatose -b 192.0.2.2 -p 7472 -c 4 -C 10 -- $ns0 ucmatose -s 192.0.2.2 -p 7472 -c 4 -C 10
+# rping: RDMA READ of the client's buffer, RDMA WRITE back, SENDs between; -V verifies.
+pair $ns1 rping -s -a 192.0.2.2 -p 7475 -C 3 -S 64 -- \
+	$ns0 rping -c -a 192.0.2.2 -p 7475 -C 3 -S 64 -V -v
 run ip netns exec $ns1 rdma link delete riw1
 run ip netns exec $ns1 rdma link add siw1 type siw netdev veth1
 pair $ns1 ucmatose -b 192.0.2.2 -p 7473 -c 4 -C 10 -- $ns0 ucmatose -s 192.0.2.2 -p 7473 -c 4 -C 10
+pair $ns1 rping -s -a 192.0.2.2 -p 7476 -C 3 -S 64 -- \
+	$ns0 rping -c -a 192.0.2.2 -p 7476 -C 3 -S 64 -V -v
 run ip netns exec $ns1 rdma link delete siw1
 run ip netns exec $ns1 rdma link add riw1 type riw netdev veth1
 run ip netns exec $ns0 rdma link delete riw0
 run ip netns exec $ns0 rdma link add siw0 type siw netdev veth0
 pair $ns1 ucmatose -b 192.0.2.2 -p 7474 -c 4 -C 10 -- $ns0 ucmatose -s 192.0.2.2 -p 7474 -c 4 -C 10
+pair $ns1 rping -s -a 192.0.2.2 -p 7477 -C 3 -S 64 -- \
+	$ns0 rping -c -a 192.0.2.2 -p 7477 -C 3 -S 64 -V -v
 run ip netns exec $ns0 rdma link delete siw0
 run ip netns exec $ns0 rdma link add riw0 type riw netdev veth0
 run rdma resource show
