@@ -7,6 +7,7 @@
 #   make -s module-path     print the path of the VARIANT riw.ko
 #   make demo         boot a guest, create riw devices on a veth pair, show ibv_devinfo
 #   make check        host unit tests and fuzz smoke, then the guest suite (debug kernel)
+#   make bench        riw against siw and TCP on the release kernel, tables of ratios
 #   make fuzz         fuzz every protocol parser for FUZZ_SECONDS each (default 300)
 #   make deps         install the Debian packages and cargo tools the project needs
 
@@ -17,7 +18,7 @@ env := . $(scripts)/toolchain.sh
 
 FUZZ_SECONDS ?= 300
 
-.PHONY: all module kernel kernel-image module-path demo check fuzz deps clean
+.PHONY: all module kernel kernel-image module-path demo check bench fuzz deps clean
 
 all: module
 
@@ -40,6 +41,9 @@ demo:
 
 check:
 	@$(scripts)/check.sh
+
+bench:
+	@$(scripts)/bench.sh
 
 fuzz:
 	@drivers/infiniband/sw/riw/proto/fuzz/run.sh $(FUZZ_SECONDS)

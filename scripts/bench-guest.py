@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The guest side of "make bench": riw and siw side by side, one guest run.
+
+Two network namespaces joined by a veth pair (192.0.2.1 and .2). For each pairing of
+drivers (riw-riw, siw-siw, then riw against siw both ways) a device goes on each end, and
+the same perftest matrix runs over rdma_cm (-R): ib_write_bw, ib_read_bw, ib_send_bw
+(bandwidth and message rate) and ib_write_lat, ib_read_lat, ib_send_lat (typical latency)
+at 64 B, 4 KiB and 64 KiB. iperf3 measures TCP over the same veth. Prints two tables:
+riw-riw against siw-siw and TCP, then riw against siw.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+NS = ("bench-ns0", "bench-ns1")
+SRV = "192.0.2.2"
+SIZES = (64, 4096, 65536)
+BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
+LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
+ITERS_BW = int(os.environ.get("RIW_BENCH_ITERS_BW", "2000"))
+ITERS_LAT = int(os.environ.get("RIW_BENCH_ITERS_LAT", "2000"))
+port = 9000
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, **kw)
+
+
+def setup():
+    for ns in NS:
+        sh(f"ip netns add {ns}")
+    sh(f"ip -n {NS[0]} link add veth0 type veth peer name veth1 netns {NS[1]}")
+    sh(f"ip -n {NS[0]} addr add 192.0.2.1/24 dev veth0")
+    sh(f"ip -n {NS[1]} addr add {SRV}/24 dev veth1")
+    for i, ns in enumerate(NS):
+        sh(f"ip -n {ns} link set lo up")
+        sh(f"ip -n {ns} link set veth{i} up")
+    sh("modprobe riw")
+    sh("modprobe siw")
+
+
+def devices(srv_drv, cli_drv):
+    sh(f"ip netns exec {NS[1]} rdma link add bs0 type {srv_drv} netdev veth1")
+    sh(f"ip netns exec {NS[0]} rdma link add bc0 type {cli_drv} netdev veth0")
+
+
+def no_devices():
+    sh("rdma link delete bc0")
+    sh("rdma link delete bs0")
+
+
+def pair(server, client, timeout=120):
+    """Runs server in namespace 1, then client in namespace 0; the client's output."""
+    srv = subprocess.Popen(f"ip netns exec {NS[1]} {server}", shell=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(1)
+    try:
+        cli = subprocess.run(f"ip netns exec {NS[0]} {client}", shell=True,
+                             capture_output=True, text=True, timeout=timeout)
+        out = cli.stdout + cli.stderr
+    except subprocess.TimeoutExpired:
+        out = ""
+    try:
+        srv.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+        srv.wait()
+    return out
+
+
+def perftest(tool, size):
+    """(bandwidth MiB/s, message rate Mpps) or typical latency in us; None if it failed."""
+    global port
+    port += 1
+    iters = ITERS_BW if tool.endswith("_bw") else ITERS_LAT
+    opts = f"-R -p {port} -s {size} -n {iters} -F"
+    out = pair(f"timeout 120 {tool} -d bs0 {opts}", f"timeout 120 {tool} -d bc0 {opts} {SRV}")
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 5 and re.fullmatch(r"\d+", f[0]) and f[0] == str(size):
+            if tool.endswith("_bw"):
+                return float(f[3]), float(f[4])
+            return float(f[4])
+    sys.stderr.write(f"bench: {tool} {size} B failed:\n{out}\n")
+    return None
+
+
+def matrix():
+    res = {}
+    for size in SIZES:
+        for tool in BW + LAT:
+            res[(tool, size)] = perftest(tool, size)
+    return res
+
+
+def iperf3():
+    global port
+    port += 1
+    out = pair(f"timeout 60 iperf3 -s -1 -B {SRV} -p {port}",
+               f"timeout 60 iperf3 -c {SRV} -p {port} -t 5 -J")
+    try:
+        bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+        return bps / 8 / 2**20
+    except (ValueError, KeyError):
+        sys.stderr.write(f"bench: iperf3 failed:\n{out}\n")
+        return None
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def ratio(a, b):
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def rows(a, b, tcp):
+    """Table rows comparing result sets a and b (and a against TCP)."""
+    out = []
+    for tool in BW:
+        for size in SIZES:
+            ra, rb = a[(tool, size)], b[(tool, size)]
+            bwa, bwb = (ra or (None, None))[0], (rb or (None, None))[0]
+            mra, mrb = (ra or (None, None))[1], (rb or (None, None))[1]
+            out.append((f"{tool} {size} B", "MiB/s", fmt(bwa, ".1f"), fmt(bwb, ".1f"),
+                        ratio(bwa, bwb), ratio(bwa, tcp) if tcp else ""))
+            if size == 64:
+                out.append((f"{tool} {size} B", "Mpps", fmt(mra, ".4f"), fmt(mrb, ".4f"),
+                            ratio(mra, mrb), ""))
+    for tool in LAT:
+        for size in SIZES:
+            la, lb = a[(tool, size)], b[(tool, size)]
+            # Lower is better: the ratio stays a/b (below 1 is riw faster).
+            out.append((f"{tool} {size} B", "us", fmt(la, ".1f"), fmt(lb, ".1f"),
+                        ratio(la, lb), ""))
+    return out
+
+
+def table(title, head, body):
+    widths = [max(len(str(r[i])) for r in [head] + body) for i in range(len(head))]
+    print(f"\n{title}\n")
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    print(line(head))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in body:
+        print(line(r))
+
+
+def main():
+    setup()
+    results = {}
+    for srv_drv, cli_drv in (("riw", "riw"), ("siw", "siw"), ("riw", "siw"), ("siw", "riw")):
+        devices(srv_drv, cli_drv)
+        results[(srv_drv, cli_drv)] = matrix()
+        no_devices()
+    tcp = iperf3()
+    print(f"\nriw and siw over one veth pair (release kernel, QEMU TCG, 2 vCPUs); "
+          f"perftest -R, {ITERS_BW} iterations (bw), {ITERS_LAT} (lat); iperf3 TCP "
+          f"{fmt(tcp, '.1f')} MiB/s")
+    table("riw-riw against siw-siw (ratio above 1: riw better for bandwidth and rate, "
+          "worse for latency)",
+          ("test", "unit", "riw-riw", "siw-siw", "riw/siw", "riw/TCP"),
+          rows(results[("riw", "riw")], results[("siw", "siw")], tcp))
+    both = rows(results[("riw", "siw")], results[("siw", "riw")], None)
+    table("riw against siw (server-client)",
+          ("test", "unit", "riw-siw", "siw-riw", "ratio", ""), both)
+    sh("modprobe -r riw siw")
+
+
+if __name__ == "__main__":
+    main()

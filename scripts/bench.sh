@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench: riw and siw side by side in one guest run on the release kernel
+# (scripts/bench-guest.py), printed as tables of ratios. Builds what is missing.
+set -euo pipefail
+. "$(dirname "$0")/toolchain.sh"
+"$RIW_TOP/scripts/install-deps.sh"
+"$RIW_TOP/scripts/build-module.sh" release
+out=$(mktemp -d "${TMPDIR:-/tmp}/riw-bench.XXXXXX")
+rc=0
+"$RIW_TOP/selftests/vm/run.sh" --variant release --module "$(riw_module_dir release)/riw.ko" \
+	--out "$out" --timeout 1800 -- python3 scripts/bench-guest.py >/dev/null || rc=$?
+cat "$out/output.log"
+rm -rf "$out"
+exit $rc
