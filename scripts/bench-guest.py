@@ -33,7 +33,9 @@ def sh(cmd, **kw):
 def setup():
     for ns in NS:
         sh(f"ip netns add {ns}")
-    sh(f"ip -n {NS[0]} link add veth0 type veth peer name veth1 netns {NS[1]}")
+    # Distinct interface indexes: siw binds a wildcard listen to the netdev's index in the
+    # listener's namespace, where an equal index of the other end would collide.
+    sh(f"ip -n {NS[0]} link add veth0 index 10 type veth peer name veth1 netns {NS[1]} index 20")
     sh(f"ip -n {NS[0]} addr add 192.0.2.1/24 dev veth0")
     sh(f"ip -n {NS[1]} addr add {SRV}/24 dev veth1")
     for i, ns in enumerate(NS):

@@ -200,7 +200,11 @@ riw_netns_setup() {
 	riw_defer riw_netns_cleanup
 	ip netns add "$RIW_NS0"
 	ip netns add "$RIW_NS1"
-	ip -n "$RIW_NS0" link add "$RIW_DEV0" type veth peer name "$RIW_DEV1" netns "$RIW_NS1"
+	# Distinct interface indexes: siw listens on a wildcard address by binding the
+	# netdev's index in the listener's namespace, so with equal indexes a listener in one
+	# namespace collides with itself on the other namespace's siw device (EADDRINUSE).
+	ip -n "$RIW_NS0" link add "$RIW_DEV0" index 10 type veth \
+		peer name "$RIW_DEV1" netns "$RIW_NS1" index 20
 	ip -n "$RIW_NS0" addr add "$RIW_ADDR0/24" dev "$RIW_DEV0"
 	ip -n "$RIW_NS1" addr add "$RIW_ADDR1/24" dev "$RIW_DEV1"
 	ip -n "$RIW_NS0" link set lo up
