@@ -18,7 +18,11 @@
 #   cm/cm.c       C, librdmacm + libibverbs, built here with gcc into a temporary directory:
 #                 listen (IPv4/IPv6, wildcard/specific, backlog, destroy), refusal, timeout,
 #                 reset, private data, reject, IRD/ORD, SEND variants, SRQ, CQ events, flush,
-#                 100 back-to-back connections; both ends in one process (see its header)
+#                 100 back-to-back connections; the data path: WRITE, READ and SEND of
+#                 random sizes and offsets compared byte for byte, completion order, 64 QPs
+#                 at once, threads posting and polling one QP, a wrong STag and an
+#                 out-of-bounds write ending only their QP; both ends in one process (see
+#                 its header)
 #   cm/hostile.py raw TCP clients against a listener (cm serve): garbage, truncated, wrong
 #                 key, oversized private data, silence, bad CRC; each is refused or ended, with
 #                 a log line, nothing stays, and a normal client connects afterwards
@@ -47,7 +51,7 @@ ktap_print_header
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 cm=$tmp/cm
-cm_build=$(gcc -O2 -Wall -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1) || cm=
+cm_build=$(gcc -O2 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1) || cm=
 if [ -n "$cm" ]; then
 	mapfile -t cm_tests < <("$cm" list)
 else

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The librdmacm part of riw_cm.sh: connection management and the SEND/RECV data path
- * through stock librdmacm and libibverbs (soft-iWARP provider), on riw or siw devices.
+ * The librdmacm part of riw_cm.sh: connection management and the data path (SEND/RECV,
+ * RDMA Write and Read) through stock librdmacm and libibverbs (soft-iWARP provider), on riw
+ * or siw devices.
  *
  *   cm list                     the subtest names and descriptions, one a line
  *   cm run NS_SRV NS_CLI SRV_DRIVER CLI_DRIVER [NAME...]
@@ -34,6 +35,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <sched.h>
 #include <signal.h>
@@ -1391,6 +1393,823 @@ static void t_back_to_back(void)
 	port_next = 29001;
 }
 
+/* ---- RDMA Write and Read ---- */
+
+static uint32_t rnd_state = 1;
+
+/* xorshift32: as reproducible as srand/rand with a fixed seed, cheap enough for buffers */
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 17;
+	rnd_state ^= rnd_state << 5;
+	return rnd_state;
+}
+
+static void rfill(char *p, int len)
+{
+	for (int i = 0; i < len; i++)
+		p[i] = rnd() >> 24;
+}
+
+static int post_rdma(struct end *e, uint64_t wr_id, enum ibv_wr_opcode op, int off, int len,
+		     uint64_t raddr, uint32_t rkey, int flags)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = flags, .wr.rdma = { raddr, rkey } }, *bad;
+
+	return ibv_post_send(e->id->qp, &wr, &bad);
+}
+
+/* A signalled Write or Read of len bytes between e's buffer at off and peer's at roff. */
+static int post_rw(struct end *e, uint64_t wr_id, enum ibv_wr_opcode op, int off, int len,
+		   struct end *peer, int roff)
+{
+	return post_rdma(e, wr_id, op, off, len, (uintptr_t)peer->buf + roff, peer->mr->rkey,
+			 IBV_SEND_SIGNALED);
+}
+
+/* The first offset where a and b differ after up to ms for them to agree, or -1: a Write
+ * completes at its sender once sent, the peer may place it a little later. */
+static int wait_same(const char *a, const char *b, int len, int ms)
+{
+	double end = now() + ms * scale / 1000.0;
+
+	while (memcmp(a, b, len)) {
+		if (now() > end) {
+			for (int i = 0; i < len; i++)
+				if (a[i] != b[i])
+					return i;
+		}
+		usleep(1000);
+	}
+	return -1;
+}
+
+struct want {
+	uint64_t wr_id;
+	int opcode;	/* IBV_WC_RECV: a receive queue completion */
+	int byte_len;	/* < 0: any */
+};
+
+/* n successful completions within 10 s (scaled): the send queue's in the order of w (any
+ * order with any_order), the receive queue's in theirs; the two queues share the CQ and may
+ * interleave. Quiet unless a check fails; stops at the first wrong completion, which is an
+ * xfail as in check_x. */
+static bool expect_wcs_x(struct end *e, const char *what, const struct want *w, int n,
+			 bool any_order, const char *drv, const char *why)
+{
+	struct ibv_wc wc[64];
+	uint64_t used = 0;
+	int got = poll_n(e, wc, n, 10000);
+
+	if (!check(got == n, "%s: %d of %d completions", what, got, n))
+		return false;
+	for (int i = 0; i < n; i++) {
+		int s = 0, r = 0, j = -1;
+
+		/* the next of each queue not taken yet */
+		while (s < n && (w[s].opcode == IBV_WC_RECV || used >> s & 1))
+			s++;
+		while (r < n && (w[r].opcode != IBV_WC_RECV || used >> r & 1))
+			r++;
+		for (int k = 0; k < n && j < 0; k++)
+			if (!(used >> k & 1) && w[k].wr_id == wc[i].wr_id &&
+			    (any_order || k == s || k == r))
+				j = k;
+		const struct want *x = &w[j >= 0 ? j : s < n ? s : r];
+
+		if (!check_x(j >= 0 && wc[i].status == IBV_WC_SUCCESS &&
+			     (int)wc[i].opcode == x->opcode &&
+			     (x->byte_len < 0 || (int)wc[i].byte_len == x->byte_len), drv, why,
+			     "%s: completion %d: wr_id %llu status %s opcode %d byte_len %u, want "
+			     "wr_id %llu opcode %d byte_len %d", what, i,
+			     (unsigned long long)wc[i].wr_id, st(wc[i].status), wc[i].opcode,
+			     wc[i].byte_len, (unsigned long long)x->wr_id, x->opcode, x->byte_len))
+			return false;
+		used |= 1ull << j;
+	}
+	return true;
+}
+
+#define expect_wcs(e, what, w, n) expect_wcs_x((e), (what), (w), (n), false, NULL, NULL)
+
+/* The offsets and sizes of op i: 0 and 1 byte, the whole buffer, then random ones, mostly
+ * up to 4 KiB (a 64 KiB transfer takes tens of ms under TCG). */
+static void rand_op(int i, int *loff, int *roff, int *len)
+{
+	*loff = rnd() % BUF_SIZE;
+	*roff = rnd() % BUF_SIZE;
+	int max = BUF_SIZE - (*loff > *roff ? *loff : *roff);
+
+	if (i % 8 && max > 4096)
+		max = 4096;
+	*len = i == 0 ? 0 : i == 1 ? 1 : (int)(rnd() % (max + 1));
+	if (i == 2) {
+		*loff = *roff = 0;
+		*len = BUF_SIZE;
+	}
+}
+
+#define RW_OPS 100
+
+static void t_write_integrity(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 0 };
+	char *mirror = malloc(BUF_SIZE); /* what the server's buffer must hold */
+
+	port_next = 30000;
+	rnd_state = 0x5eed0001;
+	if (open_pair(&p, &o)) {
+		rfill(p.s.buf, BUF_SIZE);
+		memcpy(mirror, p.s.buf, BUF_SIZE);
+		for (int i = 0; i < RW_OPS; i++) {
+			struct want w = { i, IBV_WC_RDMA_WRITE, -1 };
+			int loff, roff, len;
+
+			rand_op(i, &loff, &roff, &len);
+			rfill(p.c.buf + loff, len);
+			memcpy(mirror + roff, p.c.buf + loff, len);
+			if (!check(!post_rw(&p.c, i, IBV_WR_RDMA_WRITE, loff, len, &p.s, roff),
+				   "post Write: %m") || !expect_wcs(&p.c, "write", &w, 1))
+				break;
+			/* The whole buffer: nothing outside the target changes either. */
+			int d = wait_same(p.s.buf, mirror, BUF_SIZE, 2000);
+
+			if (!check(d < 0, "Write %d of %d bytes from %d to %d: byte %d %s differs",
+				   i, len, loff, roff, d, d >= roff && d < roff + len ? "inside" :
+				   "outside the target"))
+				break;
+		}
+		expect_no_wc(&p.s, "server", 100);
+		close_pair(&p);
+	}
+	free_pair(&p);
+	free(mirror);
+}
+
+static void t_read_integrity(void)
+{
+	struct pair p;
+	/* the client's ORD and the server's IRD 8: eight Reads may be outstanding */
+	struct opts o = { .recvs = 0, .cli_id = 8, .srv_rr = 8 };
+	char *mirror = malloc(BUF_SIZE); /* what the client's buffer must hold */
+
+	port_next = 30010;
+	rnd_state = 0x5eed0002;
+	if (open_pair(&p, &o)) {
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+
+		ibv_query_qp(p.c.id->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC, &ia);
+		diag("client ORD %d", a.max_rd_atomic);
+		rfill(p.c.buf, BUF_SIZE);
+		memcpy(mirror, p.c.buf, BUF_SIZE);
+		for (int i = 0; i < RW_OPS; i++) {
+			int loff, roff, len;
+
+			rand_op(i, &loff, &roff, &len);
+			struct want w = { i, IBV_WC_RDMA_READ, len };
+
+			rfill(p.s.buf + roff, len);
+			memcpy(mirror + loff, p.s.buf + roff, len);
+			if (!check(!post_rw(&p.c, i, IBV_WR_RDMA_READ, loff, len, &p.s, roff),
+				   "post Read: %m") || !expect_wcs(&p.c, "read", &w, 1))
+				break;
+			int d = wait_same(p.c.buf, mirror, BUF_SIZE, 0);
+
+			if (!check(d < 0, "Read %d of %d bytes from %d to %d: byte %d %s differs",
+				   i, len, roff, loff, d, d >= loff && d < loff + len ? "inside" :
+				   "outside the target"))
+				break;
+		}
+		/* Eight at once, each to an 8 KiB region of its own: in order, all placed. */
+		for (int r = 0; r < 5 && !n_fail; r++) {
+			struct want w[8];
+
+			for (int k = 0; k < 8; k++) {
+				int loff = k * 8192 + rnd() % 1024, roff = k * 8192 + rnd() % 1024;
+				int len = 1 + rnd() % 7168;
+
+				w[k] = (struct want){ 1000 + r * 8 + k, IBV_WC_RDMA_READ, len };
+				rfill(p.s.buf + roff, len);
+				memcpy(mirror + loff, p.s.buf + roff, len);
+				check(!post_rw(&p.c, w[k].wr_id, IBV_WR_RDMA_READ, loff, len, &p.s,
+					       roff), "post Read %d of 8: %m", k);
+			}
+			if (!expect_wcs(&p.c, "8 reads", w, 8))
+				break;
+			int d = wait_same(p.c.buf, mirror, BUF_SIZE, 0);
+
+			check(d < 0, "round %d of 8 Reads: byte %d differs", r, d);
+		}
+		expect_no_wc(&p.s, "server", 100);
+		close_pair(&p);
+	}
+	free_pair(&p);
+	free(mirror);
+}
+
+static void t_send_integrity(void)
+{
+	enum { B = 8 }; /* SENDs in flight at once */
+	struct pair p;
+	struct opts o = { .recvs = SLOTS };
+
+	port_next = 30020;
+	rnd_state = 0x5eed0003;
+	if (open_pair(&p, &o)) {
+		memset(p.s.buf, 0xa5, SLOTS * MSG);
+		for (int i = 0; i < RW_OPS && !n_fail; i += B) {
+			struct want wc[B], wr[B];
+			int off[B], len[B];
+
+			for (int k = 0; k < B; k++) {
+				int n = i + k;
+
+				off[k] = 8192 + k * 512 + rnd() % 64;
+				len[k] = n == 0 ? 0 : n == 1 ? 1 : n == 2 ? MSG : rnd() % (MSG + 1);
+				rfill(p.c.buf + off[k], len[k]);
+				wc[k] = (struct want){ n, IBV_WC_SEND, -1 };
+				wr[k] = (struct want){ 1000 + n, IBV_WC_RECV, len[k] };
+				check(!post_send(&p.c, n, off[k], len[k], IBV_SEND_SIGNALED, false),
+				      "post_send: %m");
+			}
+			if (!expect_wcs(&p.c, "sends", wc, B) || !expect_wcs(&p.s, "recvs", wr, B))
+				break;
+			for (int k = 0; k < B; k++) {
+				int n = i + k, slot = n % SLOTS * MSG, j = len[k];
+
+				check(!memcmp(p.s.buf + slot, p.c.buf + off[k], len[k]),
+				      "SEND %d of %d bytes differs", n, len[k]);
+				while (j < MSG && p.s.buf[slot + j] == (char)0xa5)
+					j++;
+				check(j == MSG, "SEND %d of %d bytes: byte %d of the slot written",
+				      n, len[k], j);
+				memset(p.s.buf + slot, 0xa5, MSG);
+				check(!post_recv(&p.s, 1000 + n + SLOTS, slot, MSG),
+				      "post_recv: %m");
+			}
+		}
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+#define ORDER_XFAIL "siw completes a SEND ahead of a Read posted before it"
+
+static void t_mixed_order(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 4, .cli_id = 8, .srv_rr = 8 };
+
+	port_next = 30030;
+	rnd_state = 0x5eed0004;
+	if (open_pair(&p, &o)) {
+		struct end *c = &p.c, *s = &p.s;
+
+		for (int r = 0; r < 4 && !n_fail; r++) {
+			/* The first Read is long: the SEND behind it is sent well before the
+			 * response is in, yet completes after the Read. */
+			const struct want w[] = {
+				{ r * 10 + 1, IBV_WC_RDMA_READ, 32768 },
+				{ r * 10 + 2, IBV_WC_SEND, -1 },
+				{ r * 10 + 3, IBV_WC_RDMA_WRITE, -1 },
+				{ r * 10 + 4, IBV_WC_RDMA_READ, 4096 },
+				{ r * 10 + 5, IBV_WC_SEND, -1 },
+			};
+			const struct want wr[] = {
+				{ 1000 + 2 * r, IBV_WC_RECV, 100 },
+				{ 1001 + 2 * r, IBV_WC_RECV, MSG },
+			};
+
+			rfill(p.s.buf + 32768, 32768);
+			rfill(p.s.buf + 16384, 4096);
+			rfill(p.c.buf + 4096, 2 * MSG);
+			rfill(p.c.buf + 8192, 8192);
+			check(!post_rw(c, w[0].wr_id, IBV_WR_RDMA_READ, 32768, 32768, s, 32768) &&
+			      !post_send(c, w[1].wr_id, 4096, 100, IBV_SEND_SIGNALED, false) &&
+			      !post_rw(c, w[2].wr_id, IBV_WR_RDMA_WRITE, 8192, 8192, s, 8192) &&
+			      !post_rw(c, w[3].wr_id, IBV_WR_RDMA_READ, 16384, 4096, s, 16384) &&
+			      !post_send(c, w[4].wr_id, 4096 + MSG, MSG, IBV_SEND_SIGNALED, false),
+			      "post: %m");
+			expect_wcs_x(&p.c, "client", w, 5, false, drv_cli, ORDER_XFAIL);
+			if (!expect_wcs(&p.s, "server", wr, 2))
+				break;
+			check(!memcmp(p.c.buf + 32768, p.s.buf + 32768, 32768), "Read 1 differs");
+			check(!memcmp(p.c.buf + 16384, p.s.buf + 16384, 4096), "Read 2 differs");
+			/* the Read behind the Write answered: the Write is placed */
+			check(!memcmp(p.s.buf + 8192, p.c.buf + 8192, 8192), "Write differs");
+			check(!memcmp(p.s.buf + 2 * r % SLOTS * MSG, p.c.buf + 4096, 100),
+			      "SEND 1 differs");
+			check(!memcmp(p.s.buf + (2 * r + 1) % SLOTS * MSG, p.c.buf + 4096 + MSG,
+				      MSG), "SEND 2 differs");
+			check(!post_recv(&p.s, 1004 + 2 * r, (2 * r + 4) % SLOTS * MSG, MSG) &&
+			      !post_recv(&p.s, 1005 + 2 * r, (2 * r + 5) % SLOTS * MSG, MSG),
+			      "post_recv: %m");
+		}
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
+#define QPS_XFAIL "siw hands out the ring mmap key 0x90000, which its library takes for " \
+		  "SIW_INVAL_UOBJ_KEY: some 36 QPs with their CQs per process and device"
+
+static void t_qps_64(void)
+{
+	enum { N = 64, LEN = 3000, SLEN = 200, CLI = 1, SRV = 2, REJ = 4 };
+	struct pair *p = calloc(N, sizeof(*p));
+	int idx[N], state[N], err, port = 30040, n_conn = 0, done = 0, up = 0, disc = 0;
+	struct rdma_cm_id *l = listen_on(SRV4, port, N, &err);
+	bool srv_broken = false, order_xfail = false;
+	struct rdma_cm_event *ev;
+	double end;
+
+	memset(state, 0, sizeof(state));
+	if (!check(l, "listen backlog %d: %s", N, strerror(err)))
+		goto out;
+	/* All requests at once; each carries its index, to pair the server's id with it. */
+	for (int i = 0; i < N; i++) {
+		struct rdma_cm_id *id = resolve(SRV4, port);
+		struct rdma_conn_param cp;
+
+		idx[i] = i;
+		if (!id)
+			goto close;
+		if (!check_x(!setup_end(&p[i].c, id, false, 1), drv_cli, QPS_XFAIL,
+			     "client QP %d of %d", i + 1, N)) {
+			free_end(&p[i].c);
+			break;
+		}
+		conn_param(&cp, &idx[i], sizeof(int), 1, 1);
+		if (!check(!rdma_connect(id, &cp), "rdma_connect: %m"))
+			goto close;
+		n_conn++;
+	}
+	end = now() + 60.0 * scale;
+	/* done: up, or refused after the server failed */
+	for (; done < n_conn && now() < end && !n_fail; usleep(1000)) {
+		while ((ev = get_event(ch_srv, 0))) {
+			struct rdma_cm_id *id = ev->id;
+			int i = -1;
+
+			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+				struct rdma_conn_param cp;
+
+				if (ev->param.conn.private_data_len >= sizeof(int))
+					memcpy(&i, ev->param.conn.private_data, sizeof(int));
+				rdma_ack_cm_event(ev);
+				if (!check(i >= 0 && i < n_conn && !p[i].s.id,
+					   "request of index %d", i)) {
+					rdma_reject(id, NULL, 0);
+					rdma_destroy_id(id);
+					continue;
+				}
+				conn_param(&cp, NULL, 0, 1, 1);
+				if (!srv_broken &&
+				    check_x(!setup_end(&p[i].s, id, false, 1), drv_srv, QPS_XFAIL,
+					    "server QP %d of %d", i + 1, N)) {
+					check(!rdma_accept(id, &cp), "rdma_accept: %m");
+					continue;
+				}
+				/* past the first failure, the rest are refused untried */
+				srv_broken = true;
+				rdma_reject(id, NULL, 0);
+				if (p[i].s.id)
+					free_end(&p[i].s);
+				else
+					rdma_destroy_id(id);
+				state[i] |= REJ;
+				continue;
+			}
+			while (++i < n_conn && p[i].s.id != id)
+				;
+			if (ev->event == RDMA_CM_EVENT_ESTABLISHED && i < n_conn) {
+				state[i] |= SRV;
+				done += state[i] == (CLI | SRV);
+			} else {
+				check(0, "server: %s status %d", ev_name(ev->event), ev->status);
+			}
+			rdma_ack_cm_event(ev);
+		}
+		while ((ev = get_event(ch_cli, 0))) {
+			int i = -1;
+
+			while (++i < n_conn && p[i].c.id != ev->id)
+				;
+			if (ev->event == RDMA_CM_EVENT_ESTABLISHED && i < n_conn) {
+				state[i] |= CLI;
+				done += state[i] == (CLI | SRV);
+			} else if (ev->event == RDMA_CM_EVENT_REJECTED && i < n_conn &&
+				   state[i] & REJ) {
+				done++;
+			} else {
+				check(0, "client: %s status %d", ev_name(ev->event), ev->status);
+			}
+			rdma_ack_cm_event(ev);
+		}
+	}
+	for (int i = 0; i < n_conn; i++)
+		up += state[i] == (CLI | SRV);
+	diag("%d requests, %d connections up", n_conn, up);
+	if (!check(done == n_conn, "%d of %d connections established or refused", done,
+		   n_conn))
+		goto close;
+	/* Work on all first, then every completion: the pairs' traffic interleaves. Each pair:
+	 * the client Writes, Reads that back and SENDs; the server SENDs and Reads. */
+	rnd_state = 0x5eed0005;
+	for (int i = 0; i < n_conn; i++) {
+		struct end *c = &p[i].c, *s = &p[i].s;
+
+		if (state[i] != (CLI | SRV))
+			continue;
+		rfill(c->buf + 8192, LEN);
+		rfill(c->buf + 24576, SLEN);
+		rfill(s->buf + 24576, SLEN);
+		check(!post_rw(c, 1, IBV_WR_RDMA_WRITE, 8192, LEN, s, 8192) &&
+		      !post_rw(c, 2, IBV_WR_RDMA_READ, 16384, LEN, s, 8192) &&
+		      !post_send(c, 3, 24576, SLEN, IBV_SEND_SIGNALED, false) &&
+		      !post_send(s, 4, 24576, SLEN, IBV_SEND_SIGNALED, false) &&
+		      !post_rw(s, 5, IBV_WR_RDMA_READ, 40960, LEN, c, 8192),
+		      "pair %d: post: %m", i);
+	}
+	for (int i = 0; i < n_conn && !n_fail; i++) {
+		if (state[i] != (CLI | SRV))
+			continue;
+		const struct want wc[] = {
+			{ 1, IBV_WC_RDMA_WRITE, -1 },
+			{ 2, IBV_WC_RDMA_READ, LEN },
+			{ 3, IBV_WC_SEND, -1 },
+			{ 1000, IBV_WC_RECV, SLEN },
+		};
+		const struct want ws[] = {
+			{ 4, IBV_WC_SEND, -1 },
+			{ 5, IBV_WC_RDMA_READ, LEN },
+			{ 1000, IBV_WC_RECV, SLEN },
+		};
+		struct end *c = &p[i].c, *s = &p[i].s;
+		int xfails = n_xfail;
+		char what[32];
+
+		snprintf(what, sizeof(what), "pair %d client", i);
+		/* after one xfail for the order, the other pairs' is not checked again */
+		if (!expect_wcs_x(c, what, wc, 4, order_xfail, drv_cli, ORDER_XFAIL) &&
+		    n_xfail > xfails)
+			order_xfail = true;
+		snprintf(what, sizeof(what), "pair %d server", i);
+		expect_wcs(s, what, ws, 3);
+		/* The Read behind the Write answered: the Write is placed. */
+		check(!memcmp(s->buf + 8192, c->buf + 8192, LEN), "pair %d: Write differs", i);
+		check(!memcmp(c->buf + 16384, c->buf + 8192, LEN), "pair %d: Read differs", i);
+		check(!memcmp(s->buf + 40960, c->buf + 8192, LEN), "pair %d: server's Read differs",
+		      i);
+		check(!memcmp(s->buf, c->buf + 24576, SLEN), "pair %d: client's SEND differs", i);
+		check(!memcmp(c->buf, s->buf + 24576, SLEN), "pair %d: server's SEND differs", i);
+	}
+	for (int i = 0; i < n_conn; i++)
+		if (state[i] == (CLI | SRV))
+			check(!rdma_disconnect(p[i].c.id), "pair %d: rdma_disconnect: %m", i);
+	end = now() + 30.0 * scale;
+	while (disc < 2 * up && now() < end) {
+		for (int side = 0; side < 2; side++) {
+			while ((ev = get_event(side ? ch_srv : ch_cli, 0))) {
+				if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+					disc++;
+				else
+					check(0, "%s: %s status %d", side ? "server" : "client",
+					      ev_name(ev->event), ev->status);
+				rdma_ack_cm_event(ev);
+			}
+		}
+		usleep(1000);
+	}
+	check(disc == 2 * up, "%d of %d DISCONNECTED events", disc, 2 * up);
+close:
+	for (int i = 0; i < N; i++) {
+		free_end(&p[i].c);
+		free_end(&p[i].s);
+	}
+	/* requests not taken after a failure: their ids are ours to destroy */
+	while ((ev = get_event(ch_srv, 0))) {
+		struct rdma_cm_id *id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->id : NULL;
+
+		rdma_ack_cm_event(ev);
+		if (id)
+			rdma_destroy_id(id);
+	}
+	rdma_destroy_id(l);
+	free_pair(&(struct pair){ 0 });
+out:
+	free(p);
+}
+
+/* ---- one QP, one CQ, threads posting and polling ---- */
+
+enum { MT_POSTERS = 4, MT_POLLERS = 2, MT_WRITES = 200, MT_LEN = 80, MT_REGION = 16384 };
+
+struct mt_thread {
+	pthread_t thread;
+	struct pair *p;
+	int t, err;
+	struct ibv_wc bad; /* the first wrong completion */
+	int n_bad;
+};
+
+static int mt_credits, mt_posted, mt_polled, mt_posters_left;
+static int mt_seen[MT_POSTERS * MT_WRITES];
+static double mt_end;
+
+static void *mt_poster(void *arg)
+{
+	struct mt_thread *m = arg;
+
+	for (int j = 0; j < MT_WRITES && !m->err; j++) {
+		int off = m->t * MT_REGION + j * MT_LEN, rc;
+
+		/* A credit per send queue slot: no post overflows it, and the CQ (128) takes
+		 * every completion. */
+		while (__atomic_sub_fetch(&mt_credits, 1, __ATOMIC_SEQ_CST) < 0) {
+			__atomic_add_fetch(&mt_credits, 1, __ATOMIC_SEQ_CST);
+			if (now() > mt_end) {
+				m->err = ETIMEDOUT;
+				break;
+			}
+			usleep(100);
+		}
+		if (m->err)
+			break;
+		/* A slot's completion may be polled just before the slot is free again. (The
+		 * soft-iWARP library returns -ENOMEM.) */
+		while (((rc = post_rw(&m->p->c, m->t * MT_WRITES + j, IBV_WR_RDMA_WRITE, off,
+				      MT_LEN, &m->p->s, off)) == ENOMEM || rc == -ENOMEM) &&
+		       now() < mt_end)
+			usleep(100);
+		if (rc)
+			m->err = rc;
+		else
+			__atomic_add_fetch(&mt_posted, 1, __ATOMIC_SEQ_CST);
+	}
+	__atomic_sub_fetch(&mt_posters_left, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void *mt_poller(void *arg)
+{
+	struct mt_thread *m = arg;
+	struct ibv_wc wc[8];
+
+	for (;;) {
+		int n = ibv_poll_cq(m->p->c.cq, 8, wc);
+
+		if (n < 0) {
+			m->err = EIO;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t k = wc[i].wr_id;
+
+			if (k < MT_POSTERS * MT_WRITES)
+				__atomic_add_fetch(&mt_seen[k], 1, __ATOMIC_SEQ_CST);
+			if (k >= MT_POSTERS * MT_WRITES || wc[i].status != IBV_WC_SUCCESS ||
+			    wc[i].opcode != IBV_WC_RDMA_WRITE) {
+				if (!m->n_bad++)
+					m->bad = wc[i];
+			}
+			__atomic_add_fetch(&mt_polled, 1, __ATOMIC_SEQ_CST);
+			__atomic_add_fetch(&mt_credits, 1, __ATOMIC_SEQ_CST);
+		}
+		if (n)
+			continue;
+		if ((!__atomic_load_n(&mt_posters_left, __ATOMIC_SEQ_CST) &&
+		     __atomic_load_n(&mt_polled, __ATOMIC_SEQ_CST) >=
+		     __atomic_load_n(&mt_posted, __ATOMIC_SEQ_CST)) || now() > mt_end)
+			break;
+		usleep(200);
+	}
+	return NULL;
+}
+
+static void t_mt_post_poll(void)
+{
+	struct mt_thread m[MT_POSTERS + MT_POLLERS];
+	struct pair p;
+	struct opts o = { .recvs = 0 };
+	char *mirror = malloc(BUF_SIZE);
+
+	port_next = 30050;
+	rnd_state = 0x5eed0006;
+	if (open_pair(&p, &o)) {
+		rfill(p.c.buf, BUF_SIZE);
+		rfill(p.s.buf, BUF_SIZE);
+		memcpy(mirror, p.s.buf, BUF_SIZE);
+		for (int t = 0; t < MT_POSTERS; t++)
+			memcpy(mirror + t * MT_REGION, p.c.buf + t * MT_REGION, MT_WRITES * MT_LEN);
+		memset(mt_seen, 0, sizeof(mt_seen));
+		memset(m, 0, sizeof(m));
+		mt_credits = 24; /* of the 32 the send queue holds */
+		mt_posted = mt_polled = 0;
+		mt_posters_left = MT_POSTERS;
+		mt_end = now() + 60.0 * scale;
+		double t0 = now();
+
+		for (int t = 0; t < MT_POSTERS + MT_POLLERS; t++) {
+			m[t].p = &p;
+			m[t].t = t;
+			if (pthread_create(&m[t].thread, NULL,
+					   t < MT_POSTERS ? mt_poster : mt_poller, &m[t])) {
+				/* the pollers must not wait for a poster that never ran */
+				check(0, "pthread_create: %m");
+				if (t < MT_POSTERS)
+					__atomic_sub_fetch(&mt_posters_left, 1, __ATOMIC_SEQ_CST);
+				m[t].p = NULL;
+			}
+		}
+		for (int t = 0; t < MT_POSTERS + MT_POLLERS; t++)
+			if (m[t].p)
+				pthread_join(m[t].thread, NULL);
+		diag("%d Writes posted, %d completions polled in %.1f s", mt_posted, mt_polled,
+		     now() - t0);
+		for (int t = 0; t < MT_POSTERS + MT_POLLERS; t++) {
+			check(!m[t].err, "thread %d (%s): %s", t, t < MT_POSTERS ? "posting" :
+			      "polling", strerror(abs(m[t].err)));
+			check(!m[t].n_bad, "thread %d: %d wrong completions, the first wr_id %llu "
+			      "status %s opcode %d", t, m[t].n_bad,
+			      (unsigned long long)m[t].bad.wr_id, st(m[t].bad.status),
+			      m[t].bad.opcode);
+		}
+		int missing = 0, twice = 0;
+
+		for (int k = 0; k < MT_POSTERS * MT_WRITES; k++) {
+			missing += !mt_seen[k];
+			twice += mt_seen[k] > 1;
+		}
+		check(!missing && !twice, "of %d wr_ids, %d not seen, %d seen more than once",
+		      MT_POSTERS * MT_WRITES, missing, twice);
+		int d = wait_same(p.s.buf, mirror, BUF_SIZE, 2000);
+
+		check(d < 0, "byte %d (region %d, Write %d) differs", d, d / MT_REGION,
+		      d % MT_REGION / MT_LEN);
+		close_pair(&p);
+	}
+	free_pair(&p);
+	free(mirror);
+}
+
+/* ---- a connection broken by its peer, another one unharmed ---- */
+
+/* b still works: a Write and a SEND behind it, both arrived intact. */
+static void still_serves(struct pair *b, int round)
+{
+	const struct want wc[] = {
+		{ 10 + round, IBV_WC_RDMA_WRITE, -1 },
+		{ 20 + round, IBV_WC_SEND, -1 },
+	};
+	const struct want wr = { 1000 + round, IBV_WC_RECV, 100 };
+
+	rfill(b->c.buf + 8192, 1000);
+	rfill(b->c.buf + 12288, 100);
+	check(!post_rw(&b->c, wc[0].wr_id, IBV_WR_RDMA_WRITE, 8192, 1000, &b->s, 8192) &&
+	      !post_send(&b->c, wc[1].wr_id, 12288, 100, IBV_SEND_SIGNALED, false),
+	      "the other connection: post: %m");
+	if (!expect_wcs(&b->c, "the other client", wc, 2) ||
+	    !expect_wcs(&b->s, "the other server", &wr, 1))
+		return;
+	/* the SEND received: the Write before it is placed */
+	check(!memcmp(b->s.buf + 8192, b->c.buf + 8192, 1000),
+	      "the other connection: Write differs");
+	check(!memcmp(b->s.buf + round % SLOTS * MSG, b->c.buf + 12288, 100),
+	      "the other connection: SEND differs");
+}
+
+/* A connection of its own where the client Writes len bytes to the server's buffer at roff
+ * with its rkey ^ rkey_xor: the server must refuse (Terminate), place nothing, and both
+ * ends go; b, connected before, must not notice and serves on. */
+static void broken_write(struct pair *b, int round, uint32_t rkey_xor, int roff, int len)
+{
+	struct pair a;
+	struct opts o = { .recvs = 2 };
+	char *before = malloc(BUF_SIZE);
+
+	if (open_pair(&a, &o)) {
+		struct ibv_wc wc[2];
+		bool cli = false, srv = false;
+		double end = now() + 10.0 * scale;
+
+		rfill(a.s.buf, BUF_SIZE);
+		memcpy(before, a.s.buf, BUF_SIZE);
+		rfill(a.c.buf + 8192, len);
+		struct ibv_sge sr = { (uintptr_t)a.c.buf + 16384, 64, a.c.mr->lkey };
+		struct ibv_sge sw = { (uintptr_t)a.c.buf + 8192, len, a.c.mr->lkey };
+		struct ibv_send_wr rd = { .wr_id = 2, .sg_list = &sr, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_READ,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .wr.rdma = { (uintptr_t)a.s.buf, a.s.mr->rkey } };
+		struct ibv_send_wr wr = { .wr_id = 1, .next = &rd, .sg_list = &sw, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .wr.rdma = { (uintptr_t)a.s.buf + roff,
+						       a.s.mr->rkey ^ rkey_xor } }, *bad;
+
+		/* A Write completes once sent, maybe before the peer refuses it; the Read behind
+		 * it waits for a response the peer, gone at the Write, never sends. One post: the
+		 * Read must be queued before the Write can end the connection (siw never flushes
+		 * what a user posts to a QP in ERROR). */
+		check(!ibv_post_send(a.c.id->qp, &wr, &bad), "post: %m");
+		int n = 0;
+
+		/* The client's own receives flush too, in between. */
+		while (n < 2 && poll_n(&a.c, &wc[n], 1, 10000) == 1) {
+			diag("client: wr_id %llu status %s", (unsigned long long)wc[n].wr_id,
+			     st(wc[n].status));
+			if (wc[n].wr_id < 1000)
+				n++;
+		}
+		if (check(n == 2, "client: %d of 2 completions", n))
+			check(wc[0].wr_id == 1 && wc[1].wr_id == 2 &&
+			      wc[1].status != IBV_WC_SUCCESS, "the Read behind the refused Write "
+			      "must fail");
+		while ((!cli || !srv) && now() < end) {
+			for (int side = 0; side < 2; side++) {
+				struct rdma_cm_event *ev = get_event(side ? ch_srv : ch_cli, 10);
+
+				if (!ev)
+					continue;
+				diag("%s: %s status %d", side ? "server" : "client",
+				     ev_name(ev->event), ev->status);
+				bool disc = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+
+				if (disc && ev->id == a.c.id)
+					cli = true;
+				else if (disc && ev->id == a.s.id)
+					srv = true;
+				else
+					check(0, "%s: unexpected %s%s", side ? "server" : "client",
+					      ev_name(ev->event),
+					      ev->id == b->c.id || ev->id == b->s.id ?
+					      " on the other connection" : "");
+				rdma_ack_cm_event(ev);
+			}
+		}
+		check(cli, "client: no DISCONNECTED");
+		if (!srv) {
+			struct ibv_qp_attr qa;
+			struct ibv_qp_init_attr ia;
+
+			ibv_query_qp(a.s.id->qp, &qa, IBV_QP_STATE, &ia);
+			check(qa.qp_state == IBV_QPS_ERR, "server: no DISCONNECTED, QP state %d",
+			      qa.qp_state);
+		}
+		n = poll_n(&a.s, wc, 2, 5000);
+		check(n == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
+		      wc[1].status == IBV_WC_WR_FLUSH_ERR, "server: %d of 2 receives flushed", n);
+		check(!memcmp(a.s.buf, before, BUF_SIZE), "the refused Write placed data");
+	}
+	free_end(&a.c);
+	free_end(&a.s);
+	if (a.listener)
+		rdma_destroy_id(a.listener);
+	free(before);
+	expect_quiet(ch_srv, 0, "server");
+	expect_quiet(ch_cli, 0, "client");
+	still_serves(b, round);
+}
+
+static void t_bad_stag(void)
+{
+	struct pair b;
+	struct opts o = { .recvs = 4 };
+
+	port_next = 30060;
+	rnd_state = 0x5eed0007;
+	if (open_pair(&b, &o)) {
+		still_serves(&b, 0);
+		diag("- another STag index");
+		broken_write(&b, 1, 0xff00, 0, 4096);
+		diag("- the STag's key changed");
+		broken_write(&b, 2, 0xff, 0, 4096);
+		close_pair(&b);
+	}
+	free_pair(&b);
+}
+
+static void t_write_out_of_bounds(void)
+{
+	struct pair b;
+	struct opts o = { .recvs = 4 };
+
+	port_next = 30070;
+	rnd_state = 0x5eed0008;
+	if (open_pair(&b, &o)) {
+		still_serves(&b, 0);
+		broken_write(&b, 1, 0, BUF_SIZE - 100, 4096);
+		close_pair(&b);
+	}
+	free_pair(&b);
+}
+
 struct subtest {
 	const char *name, *desc;
 	void (*fn)(void);
@@ -1439,6 +2258,22 @@ static const struct subtest tests[] = {
 	  "and flushes", t_abortive },
 	{ "back_to_back", "100 connections one after the other on one port",
 	  t_back_to_back },
+	{ "write_integrity", "RDMA Writes of 0 B to 64 KiB at random offsets: data intact, nothing "
+	  "outside the target touched", t_write_integrity },
+	{ "read_integrity", "RDMA Reads of 0 B to 64 KiB at random offsets, then 8 outstanding "
+	  "at once: in order, data intact", t_read_integrity },
+	{ "send_integrity", "SENDs of 0 to 256 bytes, 8 in flight: byte_len and data intact",
+	  t_send_integrity },
+	{ "mixed_order", "Read, SEND, Write, Read, SEND on one QP complete in posting order",
+	  t_mixed_order },
+	{ "qps_64", "64 connections at once, Write, Read and SEND traffic on all interleaved",
+	  t_qps_64 },
+	{ "mt_post_poll", "4 threads post Writes to one QP, 2 poll its CQ: each completes once, "
+	  "data intact", t_mt_post_poll },
+	{ "bad_stag", "a Write with a wrong STag index or key ends its connection; another one "
+	  "serves on", t_bad_stag },
+	{ "write_out_of_bounds", "a Write past the end of the peer's region ends its "
+	  "connection; another one serves on", t_write_out_of_bounds },
 };
 
 #define N_TESTS (sizeof(tests) / sizeof(tests[0]))
