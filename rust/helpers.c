@@ -15,6 +15,10 @@ static bool peer_to_peer;
 module_param(peer_to_peer, bool, 0644);
 MODULE_PARM_DESC(peer_to_peer, "As initiator, request MPA peer-to-peer mode (RFC 6581) for new connections");
 
+static unsigned int fpdu_segments = 11;
+module_param(fpdu_segments, uint, 0644);
+MODULE_PARM_DESC(fpdu_segments, "TCP segments (of the path's MSS) one sent FPDU may span, 1 to 45 (default 11, about 16 KiB; 1 aligns every FPDU with a segment)");
+
 bool riw_param_mpa_crc_required(void)
 {
 	return READ_ONCE(mpa_crc_required);
@@ -23,6 +27,11 @@ bool riw_param_mpa_crc_required(void)
 bool riw_param_peer_to_peer(void)
 {
 	return READ_ONCE(peer_to_peer);
+}
+
+unsigned int riw_param_fpdu_segments(void)
+{
+	return READ_ONCE(fpdu_segments);
 }
 
 struct net_device *riw_netdev_notifier_info_to_dev(void *info)

@@ -53,6 +53,7 @@ void *riw_vzalloc(unsigned long size);
 
 bool riw_param_mpa_crc_required(void);
 bool riw_param_peer_to_peer(void);
+unsigned int riw_param_fpdu_segments(void);
 
 /* Kernel TCP sockets. */
 struct riw_sock_callbacks {

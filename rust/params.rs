@@ -18,3 +18,11 @@ pub fn peer_to_peer() -> bool {
     // SAFETY: As above.
     unsafe { bindings::riw_param_peer_to_peer() }
 }
+
+/// `fpdu_segments`: how many TCP segments of the path's MSS one sent FPDU may span, within
+/// 1 (each FPDU aligned with a segment) and 45 (the 16-bit ULPDU length).
+pub fn fpdu_segments() -> u32 {
+    // SAFETY: Reads a module-global integer (READ_ONCE).
+    let n = unsafe { bindings::riw_param_fpdu_segments() };
+    n.clamp(1, 45)
+}

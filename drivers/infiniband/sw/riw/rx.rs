@@ -25,8 +25,8 @@ use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// Bytes read from the socket at a time.
-const RX_BUF_LEN: usize = 16 * 1024;
+/// Bytes read from the socket at a time: a few large FPDUs.
+const RX_BUF_LEN: usize = 64 * 1024;
 
 /// How a receive run ended.
 pub(crate) enum RxEnd {
@@ -129,7 +129,7 @@ struct Message {
 
 /// Receive state of a connection.
 pub(crate) struct Receiver {
-    buf: KVec<u8>,
+    buf: KVVec<u8>,
     start: usize,
     end: usize,
     parser: Option<StreamParser<KernelCrc32c>>,
@@ -145,7 +145,7 @@ pub(crate) struct Receiver {
 
 impl Receiver {
     pub(crate) fn new() -> Result<Self> {
-        let buf = KVec::from_elem(0u8, RX_BUF_LEN, GFP_KERNEL)?;
+        let buf = KVVec::from_elem(0u8, RX_BUF_LEN, GFP_KERNEL)?;
         Ok(Self {
             buf,
             start: 0,

@@ -6,6 +6,7 @@
 
 use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
+use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream};
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
@@ -80,7 +81,7 @@ pub(crate) struct Sender {
     /// Next MSN on the Read Request queue.
     read_msn: u32,
     /// The FPDU being handed to the socket and how much of it went.
-    frame: KVec<u8>,
+    frame: KVVec<u8>,
     frame_len: usize,
     frame_sent: usize,
     /// More of the frame's message follows it: the socket may hold it back to fill a
@@ -96,9 +97,11 @@ pub(crate) struct Sender {
 impl Sender {
     /// A sender for a connection with CRC on or off, over a path of `mss`-byte segments.
     pub(crate) fn new(crc: bool, mss: u32) -> Result<Self> {
-        let max_ulpdu = max_ulpdu_for_mss(mss.max(128));
+        // Larger FPDUs than one segment cost the receiver nothing (FPDUs are parsed from
+        // the stream; RFC 5044 receivers must take them) and save framing and socket calls.
+        let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(params::fpdu_segments()));
         let len = MAX_FRAME_HEADER_LEN + usize::from(max_ulpdu) + MAX_TRAILER_LEN;
-        let frame = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+        let frame = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
         Ok(Self {
             crc,
             max_ulpdu,
