@@ -208,7 +208,8 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
     /// Reports the attributes of a queue pair.
     fn query_qp(dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr;
 
-    /// The user library rang the doorbell: new work is in the shared send queue.
+    /// The user library rang the doorbell: new work is in the shared send queue. Called in
+    /// the process context of the `post_send` system call: it may sleep.
     fn doorbell(dev: &Device<Self>, qp: &Qp<Self>) -> Result;
 
     /// Queues a kernel consumer's send work requests; on error, `wrs` is left at the

@@ -339,6 +339,21 @@ impl Endpoint {
         DelayedWork::run_now(self, &self.dev.queue);
     }
 
+    /// New send work, from a context that may sleep (the user library's doorbell): it is
+    /// sent here and now, saving the work item's wake-up on every message; what the
+    /// budget leaves goes to the work item.
+    pub(crate) fn send_now(self: &Arc<Self>) {
+        let mut guard = self.inner.lock();
+        let g = &mut *guard;
+        if g.phase != Phase::Established || self.close_request.load(Ordering::Acquire) != 0 {
+            drop(guard);
+            return self.kick();
+        }
+        if let Some(qp) = g.qp.clone() {
+            self.transmit(g, &qp);
+        }
+    }
+
     /// The QP asks the connection to end.
     pub(crate) fn request_close(self: &Arc<Self>, mode: CloseMode) {
         self.close_request.fetch_max(mode as u8, Ordering::AcqRel);
@@ -864,13 +879,18 @@ impl Endpoint {
                 return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
         }
+        self.transmit(g, &qp);
+    }
+
+    /// Runs the sender: Read responses and the send queue, up to the budget.
+    fn transmit(self: &Arc<Self>, g: &mut EpInner, qp: &QpRef<RiwDevice>) {
         let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) else {
             return;
         };
         if conn.tx_held {
             return;
         }
-        match conn.tx.run(sock, &self.dev, &qp, &mut conn.reads, BUDGET) {
+        match conn.tx.run(sock, &self.dev, qp, &mut conn.reads, BUDGET) {
             TxEnd::Idle => {
                 if conn.draining && conn.tx.is_idle() && conn.reads.is_idle() {
                     self.end(g, false, 0, None);
@@ -880,7 +900,7 @@ impl Endpoint {
             TxEnd::Budget => self.kick(),
             TxEnd::LocalError => {
                 send_terminate(g, Terminate::new(TermCause::RDMAP_LOCAL_CATASTROPHIC));
-                self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+                self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
             }
             TxEnd::SocketError(e) => self.end(g, true, e.to_errno(), None),
         }

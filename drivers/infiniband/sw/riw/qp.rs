@@ -369,7 +369,7 @@ impl RiwQp {
         match (q.state, q.ep.clone()) {
             (QpState::Rts | QpState::Sqd, Some(ep)) => {
                 drop(q);
-                ep.kick();
+                ep.send_now();
                 Ok(())
             }
             (QpState::Error, _) => {
