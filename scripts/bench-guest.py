@@ -55,11 +55,20 @@ def no_devices():
     sh("rdma link delete bs0")
 
 
-def pair(server, client, timeout=120):
-    """Runs server in namespace 1, then client in namespace 0; the client's output."""
+def listening(port):
+    out = subprocess.run(f"ip netns exec {NS[1]} ss -Htln sport = :{port}", shell=True,
+                         capture_output=True, text=True).stdout
+    return out.strip() != ""
+
+
+def pair(port, server, client, timeout=120):
+    """Runs server in namespace 1, then, once it listens on port, client in namespace 0;
+    the client's output."""
     srv = subprocess.Popen(f"ip netns exec {NS[1]} {server}", shell=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    time.sleep(1)
+    end = time.monotonic() + 10
+    while not listening(port) and time.monotonic() < end:
+        time.sleep(0.1)
     try:
         cli = subprocess.run(f"ip netns exec {NS[0]} {client}", shell=True,
                              capture_output=True, text=True, timeout=timeout)
@@ -80,7 +89,8 @@ def perftest(tool, size):
     port += 1
     iters = ITERS_BW if tool.endswith("_bw") else ITERS_LAT
     opts = f"-R -p {port} -s {size} -n {iters} -F"
-    out = pair(f"timeout 120 {tool} -d bs0 {opts}", f"timeout 120 {tool} -d bc0 {opts} {SRV}")
+    out = pair(port, f"timeout 120 {tool} -d bs0 {opts}",
+               f"timeout 120 {tool} -d bc0 {opts} {SRV}")
     for line in out.splitlines():
         f = line.split()
         if len(f) >= 5 and re.fullmatch(r"\d+", f[0]) and f[0] == str(size):
@@ -102,7 +112,7 @@ def matrix():
 def iperf3():
     global port
     port += 1
-    out = pair(f"timeout 60 iperf3 -s -1 -B {SRV} -p {port}",
+    out = pair(port, f"timeout 60 iperf3 -s -1 -B {SRV} -p {port}",
                f"timeout 60 iperf3 -c {SRV} -p {port} -t 5 -J")
     try:
         bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]

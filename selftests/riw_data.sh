@@ -53,15 +53,20 @@ riw_defer rm -rf "$tmp"
 echo "# server $srv_dev ($srv_drv) on $RIW_DEV1 $SRV4, client $cli_dev ($cli_drv) on" \
 	"$RIW_DEV0 $RIW_ADDR0; timeout scale $RIW_TIMEOUT_SCALE"
 
-# A server command in namespace 1 and a client command in namespace 0; both must exit 0.
-# The server's output is shown after the client's.
-pair() { # SERVER_CMD... -- CLIENT_CMD...
-	local srv=() rc=0 spid
+listening() { # PORT
+	[ -n "$(in1 ss -Htln "sport = :$1")" ]
+}
+
+# A server command in namespace 1 and, once it listens on PORT, a client command in
+# namespace 0; both must exit 0. The server's output is shown after the client's.
+pair() { # PORT SERVER_CMD... -- CLIENT_CMD...
+	local port=$1 srv=() rc=0 spid
+	shift
 	while [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	in1 "${srv[@]}" >"$tmp/srv.log" 2>&1 &
 	spid=$!
-	sleep 1
+	riw_poll 10 listening "$port" || echo "nothing listens on port $port"
 	in0 "$@" || rc=$?
 	wait "$spid" || rc=$?
 	sed 's/^/server: /' "$tmp/srv.log"
@@ -72,7 +77,7 @@ port=7600
 for size in "${RPING_SIZES[@]}"; do
 	port=$((port + 1))
 	riw_check "rping -V: $RIW_RPING_COUNT iterations of $size bytes" 600 \
-		pair rping -s -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -- \
+		pair $port rping -s -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -- \
 		rping -c -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -V || true
 done
 
@@ -89,7 +94,7 @@ perftest() { # PORT TOOL [OPTIONS...]
 	*_bw) opts+=(-s 4096 -n 200) ;;
 	*_lat) opts+=(-s 64 -n 200) ;;
 	esac
-	pair "$tool" -d "$srv_dev" "${opts[@]}" -- \
+	pair "$port" "$tool" -d "$srv_dev" "${opts[@]}" -- \
 		"$tool" -d "$cli_dev" "${opts[@]}" $SRV4 >"$tmp/pt.log" 2>&1 || rc=$?
 	cat "$tmp/pt.log"
 	[ $rc -eq 0 ] && perftest_done "$tmp/pt.log"
