@@ -213,6 +213,20 @@ riw_netns_setup() {
 	ip -n "$RIW_NS1" link set "$RIW_DEV1" up
 }
 
+# A server driver on namespace 1's end and a client driver on namespace 0's: loads both
+# modules (riw's first when they differ, each unloaded at exit), sets up the namespaces and
+# defines in0/in1 to run a command in either.
+riw_pair_setup() { # SERVER_DRIVER CLIENT_DRIVER
+	local d
+	for d in $(printf '%s\n' "$1" "$2" | sort -u); do
+		modprobe "$d"
+		riw_defer modprobe -r "$d"
+	done
+	riw_netns_setup
+	in0() { ip netns exec "$RIW_NS0" "$@"; }
+	in1() { ip netns exec "$RIW_NS1" "$@"; }
+}
+
 riw_netns_cleanup() {
 	ip netns del "$RIW_NS0" 2>/dev/null || true
 	ip netns del "$RIW_NS1" 2>/dev/null || true

@@ -64,13 +64,7 @@ ktap_set_plan $((${#TOOLS[@]} + ${#cm_tests[@]} + ${#hostile_tests[@]} + ${#TEAR
 
 # Both modules when the drivers differ; riw's first, so that rmmod of either is tested
 # with the other loaded.
-for d in $(printf '%s\n' "$srv_drv" "$cli_drv" | sort -u); do
-	modprobe "$d"
-	riw_defer modprobe -r "$d"
-done
-riw_netns_setup
-in0() { ip netns exec "$RIW_NS0" "$@"; }
-in1() { ip netns exec "$RIW_NS1" "$@"; }
+riw_pair_setup "$srv_drv" "$cli_drv"
 ip -n "$RIW_NS0" addr add "$CLI6/64" dev "$RIW_DEV0" nodad
 ip -n "$RIW_NS1" addr add "$SRV6/64" dev "$RIW_DEV1" nodad
 add_devices() {

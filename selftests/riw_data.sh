@@ -37,13 +37,7 @@ PERFTEST=("ib_send_bw" "ib_send_bw -e" "ib_write_bw" "ib_read_bw"
 ktap_print_header
 ktap_set_plan $((${#RPING_SIZES[@]} + ${#PERFTEST[@]}))
 
-for d in $(printf '%s\n' "$srv_drv" "$cli_drv" | sort -u); do
-	modprobe "$d"
-	riw_defer modprobe -r "$d"
-done
-riw_netns_setup
-in0() { ip netns exec "$RIW_NS0" "$@"; }
-in1() { ip netns exec "$RIW_NS1" "$@"; }
+riw_pair_setup "$srv_drv" "$cli_drv"
 in1 rdma link add "$srv_dev" type "$srv_drv" netdev "$RIW_DEV1"
 in0 rdma link add "$cli_dev" type "$cli_drv" netdev "$RIW_DEV0"
 riw_defer rdma link delete "$cli_dev"

@@ -105,6 +105,18 @@ pub(crate) struct SendWork {
     pub(crate) bytes: u32,
 }
 
+impl SendWork {
+    /// Work that ends in error (or a flush): reported whether signalled or not.
+    pub(crate) fn failed(sqe: &uapi::siw_sqe) -> Self {
+        Self {
+            wr_id: sqe.id,
+            opcode: sqe.opcode,
+            signalled: true,
+            bytes: 0,
+        }
+    }
+}
+
 /// Where the response to one of our RDMA Reads goes.
 pub(crate) struct ReadSink {
     /// The STag and tagged offset the Read Request named as its sink.

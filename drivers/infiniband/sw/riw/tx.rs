@@ -246,13 +246,7 @@ impl Sender {
         match self.start(dev, qp, &sqe) {
             Ok(m) => Ok(Some(m)),
             Err(status) => {
-                let work = SendWork {
-                    wr_id: sqe.id,
-                    opcode: sqe.opcode,
-                    signalled: true,
-                    bytes: 0,
-                };
-                complete_send(qp, &work, status);
+                complete_send(qp, &SendWork::failed(&sqe), status);
                 Err(())
             }
         }
@@ -313,13 +307,7 @@ impl Sender {
         reads.flush(qp);
         self.fail_message(qp, FLUSHED);
         if let Some(sqe) = self.held.take() {
-            let work = SendWork {
-                wr_id: sqe.id,
-                opcode: sqe.opcode,
-                signalled: true,
-                bytes: 0,
-            };
-            complete_send(qp, &work, FLUSHED);
+            complete_send(qp, &SendWork::failed(&sqe), FLUSHED);
         }
     }
 
