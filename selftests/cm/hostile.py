@@ -245,6 +245,16 @@ def fpdu_write_rtr(crc=True):
     return frame + struct.pack('<I', crc32c(frame) if crc else 0)
 
 
+def fpdu_read_rtr(crc=True):
+    """A zero-length RDMA Read Request (untagged, queue 1, MSN 1; sink STag 0x100): the
+    ready-to-receive message Chelsio initiators send by default."""
+    ulpdu = bytes([0x41, 0x41]) + bytes(4) + struct.pack('>III', 1, 1, 0) + \
+        struct.pack('>IQIIQ', 0x100, 0, 0, 0x100, 0)
+    frame = struct.pack('>H', len(ulpdu)) + ulpdu
+    frame += bytes(-len(frame) % 4)
+    return frame + struct.pack('<I', crc32c(frame) if crc else 0)
+
+
 def recv_exact(s, n, secs):
     s.settimeout(secs)
     buf = b''
@@ -425,10 +435,20 @@ def t_bad_crc(env):
 def t_peer_to_peer(env):
     """MPA v2 asking for peer-to-peer mode, ready-to-receive by zero-length Write: the
     reply agrees, and after the Write a SEND is answered"""
+    peer_to_peer_case(env, read=False)
+
+
+def t_peer_to_peer_read(env):
+    """peer-to-peer mode with a zero-length Read as ready-to-receive (Chelsio's default):
+    the reply agrees, the Read is answered by a zero-length Read Response, then a SEND"""
+    peer_to_peer_case(env, read=True)
+
+
+def peer_to_peer_case(env, read):
     s = connect()
     lport = s.getsockname()[1]
-    # IRD 1 with P (peer-to-peer), ORD 1 with W (Write as ready-to-receive).
-    s.sendall(mpa_request(pd=b'p2p please', ird=0x8001, ord_=0x8001))
+    # IRD 1 with P (peer-to-peer), ORD 1 with W (Write) or R (Read) as ready-to-receive.
+    s.sendall(mpa_request(pd=b'p2p please', ird=0x8001, ord_=0x4001 if read else 0x8001))
     hdr, pd = read_reply(s)
     flags = hdr[16]
     print(f'reply: flags 0x{flags:02x} rev {hdr[17]} private data {pd!r}')
@@ -439,8 +459,10 @@ def t_peer_to_peer(env):
     print(f'reply IRD 0x{ird:04x} ORD 0x{ord_:04x}')
     crc = bool(flags & F_CRC)
     p2p = bool(ird & 0x8000)
-    if env.check(p2p and ord_ & 0xC000 == 0x8000 and not ird & 0x4000,
-                 'the reply does not agree on peer-to-peer mode with a Write', XFAIL_P2P):
+    mode = 0x4000 if read else 0x8000
+    if env.check(p2p and ord_ & 0xC000 == mode and not ird & 0x4000,
+                 'the reply does not agree on peer-to-peer mode with a '
+                 f'{"Read" if read else "Write"}', XFAIL_P2P):
         # The responder sends nothing before the ready-to-receive message.
         s.settimeout(0.5)
         try:
@@ -448,7 +470,14 @@ def t_peer_to_peer(env):
         except socket.timeout:
             early = b''
         env.check(not early, f'{len(early)} bytes before the ready-to-receive message')
-        s.sendall(fpdu_write_rtr(crc))
+        if read:
+            s.sendall(fpdu_read_rtr(crc))
+            # Tagged, last, Read Response, to the sink STag 0x100 at TO 0, no payload.
+            ulpdu, ok = read_fpdu(s, crc)
+            env.check(ok and ulpdu == bytes([0xC1, 0x42]) + struct.pack('>IQ', 0x100, 0),
+                      f'no zero-length Read Response: {ulpdu.hex()}')
+        else:
+            s.sendall(fpdu_write_rtr(crc))
     s.sendall(fpdu_send(b'ping after ready-to-receive', 1, crc=crc))
     ulpdu, ok = read_fpdu(s, crc)
     env.check(ok and ulpdu[1] & 0x0F == 0x3 and ulpdu[18:22] == b'pong',
@@ -502,7 +531,8 @@ def t_flood(env):
 
 
 TESTS = [t_garbage, t_truncated, t_truncated_hold, t_wrong_key, t_bad_revision, t_pd_too_long,
-         t_pd_huge, t_markers, t_silence, t_bad_crc, t_peer_to_peer, t_crc_required, t_flood]
+         t_pd_huge, t_markers, t_silence, t_bad_crc, t_peer_to_peer, t_peer_to_peer_read,
+         t_crc_required, t_flood]
 
 
 def name(t):

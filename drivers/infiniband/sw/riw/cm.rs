@@ -147,6 +147,14 @@ impl EpInner {
     }
 }
 
+/// Ready-to-receive messages riw takes as responder: a zero-length Write, as it sends
+/// itself, or a zero-length Read, the default of Chelsio's initiators.
+const RESPONDER_RTR: RtrModes = RtrModes {
+    write: true,
+    read: true,
+    send: false,
+};
+
 /// Our MPA settings for a new connection.
 fn mpa_config(ird: u32, ord: u32, peer_to_peer: bool) -> MpaConfig {
     let max = u32::from(MPA_MAX_IRD_ORD);
@@ -363,7 +371,8 @@ impl Endpoint {
     /// A connection the listener accepted: it waits for the MPA request.
     fn new_passive(listener: &Arc<Listener>, stream: TcpStream<Endpoint>) -> Result {
         // Our ird/ord come with the accept; the request is judged then.
-        let config = mpa_config(LIMITS.max_qp_rd_atom, LIMITS.max_qp_init_rd_atom, false);
+        let mut config = mpa_config(LIMITS.max_qp_rd_atom, LIMITS.max_qp_init_rd_atom, false);
+        config.rtr = RESPONDER_RTR;
         let ep = Self::new(&listener.dev, Some(listener.clone()), config)?;
         let mut stream = stream;
         stream.attach(ep.clone());
@@ -427,7 +436,8 @@ impl Endpoint {
         if g.phase != Phase::AwaitAccept {
             return Err(ECONNRESET());
         }
-        let config = mpa_config(param.ird, param.ord, false);
+        let mut config = mpa_config(param.ird, param.ord, false);
+        config.rtr = RESPONDER_RTR;
         let mut frame = [0u8; MPA_MAX_FRAME_LEN];
         let respond = {
             let request = g.parser.frame().ok_or(EINVAL)?;

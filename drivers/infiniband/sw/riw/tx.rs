@@ -233,6 +233,12 @@ impl Sender {
         };
         let fenced = u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_READ_FENCE != 0;
         let is_read = u32::from(sqe.opcode) == uapi::siw_opcode_SIW_OP_READ;
+        if is_read && reads.may_read().is_none() {
+            // ORD 0: the peer takes no Read Requests; sending one would only be refused.
+            let status = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
+            complete_send(qp, &SendWork::failed(&sqe), status);
+            return Err(());
+        }
         let must_wait =
             (fenced && reads.reads_waiting()) || (is_read && reads.may_read() == Some(false));
         if must_wait {
