@@ -78,6 +78,22 @@ fn work_completion(cqe: &uapi::siw_cqe) -> WorkCompletion {
     }
 }
 
+/// The opcode a send queue completion reports for work of ring opcode `opcode`; `None` for
+/// an opcode no send work request has.
+pub(crate) fn send_completion_opcode(opcode: u8) -> Option<u32> {
+    let opcode = u32::from(opcode);
+    matches!(
+        opcode,
+        uapi::siw_opcode_SIW_OP_SEND
+            | uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV
+            | uapi::siw_opcode_SIW_OP_WRITE
+            | uapi::siw_opcode_SIW_OP_READ
+            | uapi::siw_opcode_SIW_OP_INVAL_STAG
+            | uapi::siw_opcode_SIW_OP_REG_MR
+    )
+    .then_some(opcode)
+}
+
 impl Completion {
     /// A work request flushed from a QP in ERROR: "flushed" if it was well-formed, "local
     /// QP operation error" if not.
@@ -239,6 +255,16 @@ impl RiwCq {
             }
         }
         Ok(())
+    }
+
+    /// As `push`, reporting an overrun to the CQ's consumer instead of failing; false if
+    /// the completion was lost to it.
+    pub(crate) fn deliver(cq: &Cq<RiwDevice>, c: &Completion) -> bool {
+        let pushed = Self::push(cq, c).is_ok();
+        if !pushed {
+            cq.report_overrun();
+        }
+        pushed
     }
 
     pub(crate) fn destroy(&self, dev: &Device<RiwDevice>) {

@@ -4,7 +4,7 @@
 //! the device limits, and the iWARP QP state machine.
 
 use crate::cm::{CloseMode, Endpoint};
-use crate::cq::{Completion, RiwCq};
+use crate::cq::{send_completion_opcode, Completion, RiwCq};
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
@@ -578,8 +578,7 @@ impl<'a> RingCursor<'a> {
             // Hand the slot back before the completion announces it.
             let _ = self.ring.store_u16_release(offset + self.flags, 0);
             *next = next.wrapping_add(1);
-            if RiwCq::push(cq, &complete(entry)).is_err() {
-                cq.report_overrun();
+            if !RiwCq::deliver(cq, &complete(entry)) {
                 break;
             }
         }
@@ -631,20 +630,10 @@ fn flushed_recv(rqe: &uapi::siw_rqe, qp_num: u32) -> Completion {
 /// The completion of a send work request flushed from a QP in ERROR. The opcode echoed is
 /// always one the user library can map.
 fn flushed_send(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
-    let user_opcode = matches!(
-        u32::from(sqe.opcode),
-        uapi::siw_opcode_SIW_OP_WRITE
-            | uapi::siw_opcode_SIW_OP_READ
-            | uapi::siw_opcode_SIW_OP_SEND
-            | uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV
-    );
+    let opcode = send_completion_opcode(sqe.opcode);
     let inline = sqe.flags & uapi::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0;
-    let well_formed = user_opcode && (inline || u32::from(sqe.num_sge) <= uapi::SIW_MAX_SGE);
-    let opcode = if user_opcode {
-        u32::from(sqe.opcode)
-    } else {
-        uapi::siw_opcode_SIW_OP_SEND
-    };
+    let well_formed = opcode.is_some() && (inline || u32::from(sqe.num_sge) <= uapi::SIW_MAX_SGE);
+    let opcode = opcode.unwrap_or(uapi::siw_opcode_SIW_OP_SEND);
     Completion::flushed(sqe.id, opcode, well_formed, qp_num)
 }
 

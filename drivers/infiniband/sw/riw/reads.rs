@@ -7,7 +7,7 @@
 //! in the order the work was posted. Responder: Read Requests wait, at most IRD of them,
 //! for the sender to answer them between messages of the send queue.
 
-use crate::cq::{Completion, RiwCq};
+use crate::cq::{send_completion_opcode, Completion, RiwCq};
 use crate::device::RiwDevice;
 use crate::kernel_ext::rdma::Qp;
 use crate::mr::MemRegion;
@@ -126,7 +126,6 @@ pub(crate) struct ReadSink {
     /// The local buffer, checked for local write access when the Read was posted
     /// (`None` for a zero-length Read).
     pub(crate) region: Option<Arc<MemRegion>>,
-    pub(crate) addr: u64,
     /// Bytes of the response placed so far (responses arrive in order).
     pub(crate) received: u32,
 }
@@ -286,22 +285,9 @@ impl Reads {
 
 /// Reports the completion of send work, whose byte count is reported on success only.
 pub(crate) fn complete_send(qp: &Qp<RiwDevice>, work: &SendWork, status: u32) {
-    let user_opcode = matches!(
-        u32::from(work.opcode),
-        uapi::siw_opcode_SIW_OP_SEND
-            | uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV
-            | uapi::siw_opcode_SIW_OP_WRITE
-            | uapi::siw_opcode_SIW_OP_READ
-            | uapi::siw_opcode_SIW_OP_INVAL_STAG
-            | uapi::siw_opcode_SIW_OP_REG_MR
-    );
     let c = Completion {
         wr_id: work.wr_id,
-        opcode: if user_opcode {
-            u32::from(work.opcode)
-        } else {
-            uapi::siw_opcode_SIW_OP_SEND
-        },
+        opcode: send_completion_opcode(work.opcode).unwrap_or(uapi::siw_opcode_SIW_OP_SEND),
         status,
         bytes: if status == uapi::siw_wc_status_SIW_WC_SUCCESS {
             work.bytes
@@ -312,8 +298,5 @@ pub(crate) fn complete_send(qp: &Qp<RiwDevice>, work: &SendWork, status: u32) {
         solicited: false,
         invalidated: None,
     };
-    let cq = qp.send_cq::<RiwDevice>();
-    if RiwCq::push(cq, &c).is_err() {
-        cq.report_overrun();
-    }
+    RiwCq::deliver(qp.send_cq::<RiwDevice>(), &c);
 }

@@ -197,10 +197,7 @@ impl Receiver {
         if let Some(m) = self.message.take() {
             let c =
                 Completion::flushed(m.wr_id, uapi::siw_opcode_SIW_OP_RECEIVE, true, qp.qp_num());
-            let cq = qp.recv_cq::<RiwDevice>();
-            if RiwCq::push(cq, &c).is_err() {
-                cq.report_overrun();
-            }
+            RiwCq::deliver(qp.recv_cq::<RiwDevice>(), &c);
         }
         self.sink = None;
     }
@@ -478,7 +475,7 @@ impl Placer<'_> {
             };
             *self.sink = Some(Sink {
                 region,
-                addr: read.addr + u64::from(read.received),
+                addr: read.to + u64::from(read.received),
             });
         }
         read.received += len;
@@ -615,10 +612,7 @@ impl Placer<'_> {
                 None
             },
         };
-        let cq = self.qp.recv_cq::<RiwDevice>();
-        if RiwCq::push(cq, &c).is_err() {
-            cq.report_overrun();
-        }
+        RiwCq::deliver(self.qp.recv_cq::<RiwDevice>(), &c);
     }
 
     fn payload(&mut self, offset: u16, data: &[u8]) -> Result<(), RxEnd> {

@@ -219,17 +219,35 @@ impl Sender {
                 return self.response(request, reads).map(Some);
             }
         }
-        let Some(sqe) = self.held.take().or_else(|| {
-            if reads.can_take() {
-                RiwQp::take_send(qp)
-            } else {
-                None
-            }
-        }) else {
-            return match reads.take_request() {
-                Some(request) => self.response(request, reads).map(Some),
-                None => Ok(None),
+        if let Some(sqe) = self.next_work(qp, reads)? {
+            return match self.start(dev, qp, &sqe) {
+                Ok(m) => Ok(Some(m)),
+                Err(status) => {
+                    complete_send(qp, &SendWork::failed(&sqe), status);
+                    Err(())
+                }
             };
+        }
+        match reads.take_request() {
+            Some(request) => self.response(request, reads).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The send queue's next work request, if it may start now: one that must wait for
+    /// Reads (ORD, fence) is held until a Read Response completes a Read. `Err` if it
+    /// failed at once.
+    fn next_work(
+        &mut self,
+        qp: &Qp<RiwDevice>,
+        reads: &Reads,
+    ) -> core::result::Result<Option<uapi::siw_sqe>, ()> {
+        let taken = self
+            .held
+            .take()
+            .or_else(|| reads.can_take().then(|| RiwQp::take_send(qp)).flatten());
+        let Some(sqe) = taken else {
+            return Ok(None);
         };
         let fenced = u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_READ_FENCE != 0;
         let is_read = u32::from(sqe.opcode) == uapi::siw_opcode_SIW_OP_READ;
@@ -239,23 +257,11 @@ impl Sender {
             complete_send(qp, &SendWork::failed(&sqe), status);
             return Err(());
         }
-        let must_wait =
-            (fenced && reads.reads_waiting()) || (is_read && reads.may_read() == Some(false));
-        if must_wait {
-            // A Read response completes a Read, and the endpoint runs the sender again.
+        if (fenced && reads.reads_waiting()) || (is_read && reads.may_read() == Some(false)) {
             self.held = Some(sqe);
-            return match reads.take_request() {
-                Some(request) => self.response(request, reads).map(Some),
-                None => Ok(None),
-            };
+            return Ok(None);
         }
-        match self.start(dev, qp, &sqe) {
-            Ok(m) => Ok(Some(m)),
-            Err(status) => {
-                complete_send(qp, &SendWork::failed(&sqe), status);
-                Err(())
-            }
-        }
+        Ok(Some(sqe))
     }
 
     /// Plans the response to a Read Request (checked when it arrived).
@@ -400,11 +406,11 @@ impl Sender {
         } else {
             0
         };
-        let (sources, total) = Self::sources(dev, qp, sqe, rights)?;
+        let (mut sources, total) = Self::sources(dev, qp, sqe, rights)?;
         if total > MAX_MESSAGE {
             return Err(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR);
         }
-        let mut work = SendWork {
+        let work = SendWork {
             wr_id: sqe.id,
             opcode: sqe.opcode,
             signalled: flags & uapi::siw_wqe_flags_SIW_WQE_SIGNALLED != 0,
@@ -424,14 +430,15 @@ impl Sender {
                 total,
             ),
             Opcode::ReadRequest => {
-                let sge = sqe.sges()[0];
-                let (region, sink_stag, sink_to) = match sources.first() {
-                    Some(Source::Region { region, addr, .. }) => {
-                        (Some(region.clone()), sge.lkey, *addr)
-                    }
-                    // Zero bytes: a non-zero STag all the same (hardware rejects 0).
-                    _ => (None, ZERO_READ_SINK_STAG, 0),
-                };
+                // A Read sends no payload: its one SGE, taken out of the sources, is the sink.
+                let (region, sink_stag, sink_to) =
+                    match core::mem::take(&mut sources).into_iter().next() {
+                        Some(Source::Region { region, addr, .. }) => {
+                            (Some(region), sqe.sges()[0].lkey, addr)
+                        }
+                        // Zero bytes: a non-zero STag all the same (hardware rejects 0).
+                        _ => (None, ZERO_READ_SINK_STAG, 0),
+                    };
                 sink_to
                     .checked_add(total)
                     .ok_or(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR)?;
@@ -456,13 +463,11 @@ impl Sender {
                         source_to: sqe.raddr(),
                     }),
                 };
-                work.bytes = total as u32;
                 let sink = ReadSink {
                     stag: sink_stag,
                     to: sink_to,
                     size: total as u32,
                     region,
-                    addr: sink_to,
                     received: 0,
                 };
                 (header, Origin::Read(work, sink), 0)
@@ -489,11 +494,6 @@ impl Sender {
         };
         let segments = Segmenter::new(template, payload_len as u32, self.max_ulpdu)
             .map_err(|_| LOC_QP_OP_ERR)?;
-        let sources = if matches!(origin, Origin::Read(..)) {
-            KVec::new()
-        } else {
-            sources
-        };
         Ok(Message {
             origin,
             sources,
