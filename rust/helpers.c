@@ -34,6 +34,16 @@ unsigned int riw_param_fpdu_segments(void)
 	return READ_ONCE(fpdu_segments);
 }
 
+void riw_spin_lock_bh(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void riw_spin_unlock_bh(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
 struct net_device *riw_netdev_notifier_info_to_dev(void *info)
 {
 	return netdev_notifier_info_to_dev(info);
@@ -123,22 +133,22 @@ int riw_ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max)
 
 void riw_xa_init_alloc(struct xarray *xa)
 {
-	xa_init_flags(xa, XA_FLAGS_ALLOC);
+	xa_init_flags(xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 }
 
 int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max)
 {
-	return xa_alloc(xa, id, entry, XA_LIMIT(min, max), GFP_KERNEL);
+	return xa_alloc_bh(xa, id, entry, XA_LIMIT(min, max), GFP_KERNEL);
 }
 
 void riw_xa_lock(struct xarray *xa)
 {
-	xa_lock(xa);
+	xa_lock_bh(xa);
 }
 
 void riw_xa_unlock(struct xarray *xa)
 {
-	xa_unlock(xa);
+	xa_unlock_bh(xa);
 }
 
 struct ib_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
@@ -158,9 +168,14 @@ void *riw_xa_find(struct xarray *xa, unsigned long *index)
 	return xa_find(xa, index, ULONG_MAX, XA_PRESENT);
 }
 
+void *riw_xa_erase(struct xarray *xa, unsigned long index)
+{
+	return xa_erase_bh(xa, index);
+}
+
 int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry)
 {
-	return xa_insert(xa, index, entry, GFP_KERNEL);
+	return xa_insert_bh(xa, index, entry, GFP_KERNEL);
 }
 
 int riw_sock_create(struct net_device *ndev, int family, struct socket **res)

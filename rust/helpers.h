@@ -35,6 +35,7 @@ void riw_xa_init_alloc(struct xarray *xa);
 int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max);
 void riw_xa_lock(struct xarray *xa);
 void *riw_xa_find(struct xarray *xa, unsigned long *index);
+void *riw_xa_erase(struct xarray *xa, unsigned long index);
 int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
 void riw_xa_unlock(struct xarray *xa);
 struct ib_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
@@ -54,6 +55,10 @@ void *riw_vzalloc(unsigned long size);
 bool riw_param_mpa_crc_required(void);
 bool riw_param_peer_to_peer(void);
 unsigned int riw_param_fpdu_segments(void);
+
+/* Spinlocks that keep softirqs off while held. */
+void riw_spin_lock_bh(spinlock_t *lock);
+void riw_spin_unlock_bh(spinlock_t *lock);
 
 /* Kernel TCP sockets. */
 struct riw_sock_callbacks {

@@ -15,6 +15,7 @@ pub(crate) mod net;
 pub(crate) mod params;
 pub(crate) mod rdma;
 pub(crate) mod socket;
+pub(crate) mod sync;
 pub(crate) mod uapi;
 pub(crate) mod workqueue;
 pub(crate) mod xarray;

@@ -2,7 +2,8 @@
 
 //! A table of reference-counted objects keyed by an allocated index (`struct xarray` in
 //! allocating mode): lookups take their own reference under the table's lock, so an entry
-//! removed concurrently stays alive for whoever still holds it.
+//! removed concurrently stays alive for whoever still holds it. The lock is taken with
+//! softirqs off: kernel consumers look entries up from softirq context.
 
 use super::bindings;
 use core::ffi::c_void;
@@ -94,7 +95,7 @@ impl<T: Send + Sync> ArcTable<T> {
     pub fn remove(&self, index: u32) -> Option<Arc<T>> {
         // SAFETY: Initialised by the invariant; an entry's reference passes to us.
         unsafe {
-            let ptr = bindings::xa_erase(self.xa.get(), index.into()).cast::<T>();
+            let ptr = bindings::riw_xa_erase(self.xa.get(), index.into()).cast::<T>();
             (!ptr.is_null()).then(|| Arc::from_raw(ptr))
         }
     }
@@ -113,7 +114,7 @@ impl<T> PinnedDrop for ArcTable<T> {
             }
             // SAFETY: Erased from the table, its reference is ours to drop.
             unsafe {
-                bindings::xa_erase(xa, index);
+                bindings::riw_xa_erase(xa, index);
                 drop(Arc::from_raw(ptr.cast::<T>()));
             }
         }

@@ -548,7 +548,7 @@ impl<T: DeviceOps> Device<T> {
     /// Forgets the QP numbered `qp_num`.
     pub(crate) fn remove_qp(&self, qp_num: u32) {
         // SAFETY: The table is initialised (type invariant).
-        unsafe { bindings::xa_erase(self.qps.get(), qp_num.into()) };
+        unsafe { bindings::riw_xa_erase(self.qps.get(), qp_num.into()) };
     }
 
     /// Calls `get` on the QP numbered `qp_num`, if listed, under the table's lock (which

@@ -8,11 +8,11 @@ use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext::rdma::{
     Cq, CqAttr, CqNotify, Device, QueueMemory, UData, WcOpcode, WcStatus, WorkCompletion,
 };
+use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::kernel_ext::uapi::CqeExt;
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
-use kernel::sync::{new_spinlock, SpinLock};
 
 const CQE_SIZE: usize = size_of::<uapi::siw_cqe>();
 const CQE_FLAGS: usize = offset_of!(uapi::siw_cqe, flags);
@@ -26,10 +26,10 @@ pub(crate) struct RiwCq {
     ring: QueueMemory,
     /// Index of the next entry to produce.
     #[pin]
-    producer: SpinLock<u32>,
+    producer: SpinLockBh<u32>,
     /// Index of the next entry a kernel consumer polls.
     #[pin]
-    consumer: SpinLock<u32>,
+    consumer: SpinLockBh<u32>,
 }
 
 /// A completion, as the soft-iWARP ABI carries it.
@@ -156,8 +156,8 @@ impl RiwCq {
         let init = try_pin_init!(Self {
             num_cqe,
             ring,
-            producer <- new_spinlock!(0, "riw_cq_producer"),
-            consumer <- new_spinlock!(0, "riw_cq_consumer"),
+            producer <- new_spinlock_bh!(0, "riw_cq_producer"),
+            consumer <- new_spinlock_bh!(0, "riw_cq_consumer"),
         });
         Ok((num_cqe, init))
     }

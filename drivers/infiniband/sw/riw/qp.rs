@@ -12,10 +12,11 @@ use crate::kernel_ext::rdma::{
     Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, QueueMemory, RecvChain,
     SendChain, SendOp, Sge, UData,
 };
+use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
-use kernel::sync::{new_spinlock, Arc, SpinLock};
+use kernel::sync::Arc;
 
 const SQE_SIZE: usize = size_of::<uapi::siw_sqe>();
 const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
@@ -61,9 +62,9 @@ pub(crate) struct RiwQp {
     num_rqe: u32,
     caps: QpCaps,
     sig_all: bool,
-    /// A spinlock: kernel consumers post from atomic context.
+    /// Softirqs off while held: kernel consumers post from softirq context.
     #[pin]
-    mutable: SpinLock<QpMutable>,
+    mutable: SpinLockBh<QpMutable>,
 }
 
 /// Rounds a requested queue depth up to the ring size, within the device limit.
@@ -134,7 +135,7 @@ impl RiwQp {
             num_rqe,
             caps,
             sig_all,
-            mutable <- new_spinlock!(
+            mutable <- new_spinlock_bh!(
                 QpMutable {
                     state: QpState::Reset,
                     access_flags: 0,

@@ -5,11 +5,11 @@
 
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext::rdma::{Device, QueueMemory, RecvChain, Srq, SrqAttr, SrqModify, UData};
+use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::qp::{post_receives, ring_depth, RingCursor};
 use crate::uapi;
 use core::mem::size_of;
 use kernel::prelude::*;
-use kernel::sync::{new_spinlock, SpinLock};
 
 const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
 
@@ -21,13 +21,13 @@ pub(crate) struct RiwSrq {
     max_sge: u32,
     /// The armed limit (0: disarmed).
     #[pin]
-    limit: SpinLock<u32>,
+    limit: SpinLockBh<u32>,
     /// Index of the next entry a kernel consumer posts.
     #[pin]
-    producer: SpinLock<u32>,
+    producer: SpinLockBh<u32>,
     /// Index of the next entry a receive takes.
     #[pin]
-    consumer: SpinLock<u32>,
+    consumer: SpinLockBh<u32>,
 }
 
 impl RiwSrq {
@@ -65,9 +65,9 @@ impl RiwSrq {
             ring,
             num_rqe,
             max_sge,
-            limit <- new_spinlock!(limit, "riw_srq_limit"),
-            producer <- new_spinlock!(0, "riw_srq_producer"),
-            consumer <- new_spinlock!(0, "riw_srq_consumer"),
+            limit <- new_spinlock_bh!(limit, "riw_srq_limit"),
+            producer <- new_spinlock_bh!(0, "riw_srq_producer"),
+            consumer <- new_spinlock_bh!(0, "riw_srq_consumer"),
         });
         Ok((actual, init))
     }
