@@ -218,13 +218,15 @@ impl RiwCq {
             {
                 return Err(ENOSPC);
             }
+            let flags = if c.invalidated.is_some() {
+                uapi::siw_wqe_flags_SIW_WQE_REM_INVAL as u8
+            } else {
+                0
+            };
+            // Written without VALID; the flags byte, VALID added, publishes the entry.
             let mut cqe = uapi::siw_cqe {
                 id: c.wr_id,
-                flags: if c.invalidated.is_some() {
-                    uapi::siw_wqe_flags_SIW_WQE_REM_INVAL as u8
-                } else {
-                    0
-                },
+                flags,
                 opcode: c.opcode as u8,
                 status: c.status as u16,
                 bytes: c.bytes,
@@ -235,7 +237,8 @@ impl RiwCq {
                 cqe.__bindgen_anon_1.inval_stag = stag;
             }
             this.ring.write(offset, &cqe)?;
-            this.ring.store_u8_release(offset + CQE_FLAGS, VALID)?;
+            this.ring
+                .store_u8_release(offset + CQE_FLAGS, flags | VALID)?;
             *next = next.wrapping_add(1);
         }
         let armed = this.ring.load_u32_acquire(this.ctrl_offset()).unwrap_or(0);
