@@ -57,6 +57,8 @@ pub trait SqeExt {
     fn inline_area(&self) -> [u8; INLINE_AREA];
     /// The remote address of an RDMA Write or Read.
     fn raddr(&self) -> u64;
+    /// The access rights of a registration (the word the SGE slots start with).
+    fn access(&self) -> u64;
 }
 
 /// Size of the inline data area of a send queue entry.
@@ -68,6 +70,11 @@ impl SqeExt for uapi::siw_sqe {
         // SAFETY: The union's members are plain data of the same size (an SGE array, or
         // a pointer-sized word in the first SGE); any bits are SGEs.
         unsafe { self.__bindgen_anon_2.sge }
+    }
+
+    fn access(&self) -> u64 {
+        // SAFETY: The union's members are plain integers; any bits are a `u64`.
+        unsafe { self.__bindgen_anon_2.access }
     }
 
     fn raddr(&self) -> u64 {

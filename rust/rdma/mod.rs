@@ -34,4 +34,4 @@ pub use mr::{access, DmaMemory, Mr, MrKeys, UserMemory};
 pub use qp::{Qp, QpAttr, QpRef, QpCaps, QpInit, QpModify, QpState, Srq, SrqAttr, SrqModify};
 pub use ucontext::UData;
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};
-pub use wr::{RecvChain, SendChain, SendOp, Sge, WcOpcode, WcStatus, WorkCompletion};
+pub use wr::{RecvChain, RegWr, SendChain, SendOp, Sge, WcOpcode, WcStatus, WorkCompletion};

@@ -97,9 +97,9 @@ impl UserMemory {
     }
 }
 
-/// The memory a kernel consumer's DMA region (`get_dma_mr`) names. riw is a software
-/// device without a DMA device, so the RDMA core maps buffers "virtually": a DMA address
-/// is the kernel virtual address of the buffer.
+/// The memory a kernel consumer's DMA region (`get_dma_mr`) and its fast-registration
+/// regions name. riw is a software device without a DMA device, so the RDMA core maps
+/// buffers "virtually": a DMA address is the kernel virtual address of the buffer.
 pub struct DmaMemory(());
 
 impl DmaMemory {
@@ -116,7 +116,9 @@ impl DmaMemory {
         }
         // SAFETY: A kernel consumer posts SGEs of its DMA region only for buffers it has
         // mapped (`ib_dma_map_*`, here their kernel addresses) and keeps until the work
-        // request completes, which is after this copy; `dst` is ours.
+        // request completes, which is after this copy. The pages it maps into a
+        // fast-registration region stay mapped until it invalidates the region, and the
+        // driver copies from them only while the region is valid. `dst` is ours.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }

@@ -28,8 +28,25 @@ pub enum SendOp {
         remote_addr: u64,
         rkey: u32,
     },
-    /// Anything else (local invalidation, registration, atomics, immediate data...).
+    /// Invalidates a local STag.
+    LocalInv(u32),
+    /// Fast registration of a region's mapped pages.
+    Reg(RegWr),
+    /// Anything else (atomics, immediate data, memory windows...).
     Unsupported,
+}
+
+/// A fast registration request (`struct ib_reg_wr`): the region, named by its current
+/// lkey, gets STag `key` with rights `access` over the pages `ib_map_mr_sg` mapped, read
+/// from the region when the request was posted.
+#[derive(Clone, Copy, Debug)]
+pub struct RegWr {
+    pub mr_lkey: u32,
+    pub key: u32,
+    pub access: u32,
+    pub iova: u64,
+    pub length: u64,
+    pub page_size: u64,
 }
 
 /// A kernel consumer's send work request.
@@ -113,23 +130,45 @@ impl WrChain<'_, bindings::ib_send_wr> {
             return Some(Err(()));
         };
         let flags = wr.send_flags as u32;
-        // SAFETY: For RDMA opcodes the request is the `wr` field, at offset 0, of a
-        // `struct ib_rdma_wr`, as the verbs define.
-        let rdma = unsafe { &*self.next.cast::<bindings::ib_rdma_wr>() };
+        // SAFETY (each cast below): for the opcode matched, the request is the `wr` field,
+        // at offset 0, of the larger request structure the verbs define for it.
         let op = match wr.opcode {
             bindings::ib_wr_opcode_IB_WR_SEND => SendOp::Send,
             // SAFETY: The union member the opcode selects.
             bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => {
                 SendOp::SendWithInv(unsafe { wr.ex.invalidate_rkey })
             }
-            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => SendOp::RdmaWrite {
-                remote_addr: rdma.remote_addr,
-                rkey: rdma.rkey,
-            },
-            bindings::ib_wr_opcode_IB_WR_RDMA_READ => SendOp::RdmaRead {
-                remote_addr: rdma.remote_addr,
-                rkey: rdma.rkey,
-            },
+            // SAFETY: As above.
+            bindings::ib_wr_opcode_IB_WR_LOCAL_INV => {
+                SendOp::LocalInv(unsafe { wr.ex.invalidate_rkey })
+            }
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE | bindings::ib_wr_opcode_IB_WR_RDMA_READ => {
+                // SAFETY: An RDMA opcode: a `struct ib_rdma_wr`.
+                let rdma = unsafe { &*self.next.cast::<bindings::ib_rdma_wr>() };
+                let (remote_addr, rkey) = (rdma.remote_addr, rdma.rkey);
+                if wr.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_WRITE {
+                    SendOp::RdmaWrite { remote_addr, rkey }
+                } else {
+                    SendOp::RdmaRead { remote_addr, rkey }
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_REG_MR => {
+                // SAFETY: A registration: a `struct ib_reg_wr`.
+                let reg = unsafe { &*self.next.cast::<bindings::ib_reg_wr>() };
+                // SAFETY: A registration names a live MR of this device (NULL is checked),
+                // which its consumer mapped and does not change until the request completes.
+                match unsafe { reg.mr.as_ref() } {
+                    Some(mr) => SendOp::Reg(RegWr {
+                        mr_lkey: mr.lkey,
+                        key: reg.key,
+                        access: reg.access as u32,
+                        iova: mr.iova,
+                        length: mr.length,
+                        page_size: u64::from(mr.page_size),
+                    }),
+                    None => SendOp::Unsupported,
+                }
+            }
             _ => SendOp::Unsupported,
         };
         let send = SendWr {

@@ -325,8 +325,8 @@ impl DeviceOps for RiwDevice {
         RiwQp::doorbell(qp)
     }
 
-    fn post_send(_dev: &Device<Self>, qp: &Qp<Self>, wrs: &mut SendChain<'_>) -> Result {
-        RiwQp::post_send(qp, wrs)
+    fn post_send(dev: &Device<Self>, qp: &Qp<Self>, wrs: &mut SendChain<'_>) -> Result {
+        RiwQp::post_send(dev, qp, wrs)
     }
 
     fn post_recv(_dev: &Device<Self>, qp: &Qp<Self>, wrs: &mut RecvChain<'_>) -> Result {

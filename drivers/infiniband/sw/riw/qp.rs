@@ -13,6 +13,7 @@ use crate::kernel_ext::rdma::{
     SendChain, SendOp, Sge, UData,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::mr::{pd_id, RiwMr};
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
@@ -384,7 +385,11 @@ impl RiwQp {
     /// Queues a kernel consumer's send work requests in the send ring, as the user library
     /// does in its own. Posting before the QP is connected is an error; in ERROR they are
     /// flushed at once.
-    pub(crate) fn post_send(qp: &Qp<RiwDevice>, wrs: &mut SendChain<'_>) -> Result {
+    pub(crate) fn post_send(
+        dev: &Device<RiwDevice>,
+        qp: &Qp<RiwDevice>,
+        wrs: &mut SendChain<'_>,
+    ) -> Result {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
         if matches!(q.state, QpState::Reset | QpState::Init | QpState::Rtr) {
@@ -395,6 +400,7 @@ impl RiwQp {
         let result = (|| {
             while let Some(next) = wrs.next_send(&mut sges[..max_sge]) {
                 let (wr, n) = next.map_err(|()| EINVAL)?;
+                let mut registration_access = None;
                 let (opcode, raddr, rkey) = match wr.op {
                     SendOp::Send => (uapi::siw_opcode_SIW_OP_SEND, 0, 0),
                     SendOp::SendWithInv(stag) => (uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV, 0, stag),
@@ -404,7 +410,16 @@ impl RiwQp {
                     SendOp::RdmaRead { remote_addr, rkey } if n <= LIMITS.max_sge_rd as usize => {
                         (uapi::siw_opcode_SIW_OP_READ, remote_addr, rkey)
                     }
-                    // Inline data, registration and invalidation come with the data path.
+                    SendOp::LocalInv(stag) => (uapi::siw_opcode_SIW_OP_INVAL_STAG, 0, stag),
+                    SendOp::Reg(reg) => {
+                        // The extent is read now; key and rights ride in the entry.
+                        let region = RiwMr::lookup(dev, reg.mr_lkey)
+                            .filter(|_| reg.key >> 8 == reg.mr_lkey >> 8)
+                            .ok_or(EINVAL)?;
+                        region.post_registration(pd_id(qp.pd::<RiwDevice>()), &reg)?;
+                        registration_access = Some(u64::from(reg.access));
+                        (uapi::siw_opcode_SIW_OP_REG_MR, 0, reg.key)
+                    }
                     _ => return Err(EINVAL),
                 };
                 if wr.inline {
@@ -428,8 +443,11 @@ impl RiwQp {
                     ..Default::default()
                 };
                 sqe.__bindgen_anon_1.raddr = raddr;
-                sqe.__bindgen_anon_2 = uapi::siw_sqe__bindgen_ty_2 {
-                    sge: siw_sges(&sges[..n]),
+                sqe.__bindgen_anon_2 = match registration_access {
+                    Some(access) => uapi::siw_sqe__bindgen_ty_2 { access },
+                    None => uapi::siw_sqe__bindgen_ty_2 {
+                        sge: siw_sges(&sges[..n]),
+                    },
                 };
                 let send = RingCursor::send(this);
                 send.produce(&mut q.sq_put, &sqe, flags)?;

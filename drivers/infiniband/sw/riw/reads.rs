@@ -106,6 +106,16 @@ pub(crate) struct SendWork {
 }
 
 impl SendWork {
+    /// Work of send queue entry `sqe` that moves `bytes`.
+    pub(crate) fn new(sqe: &uapi::siw_sqe, bytes: u32) -> Self {
+        Self {
+            wr_id: sqe.id,
+            opcode: sqe.opcode,
+            signalled: u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_SIGNALLED != 0,
+            bytes,
+        }
+    }
+
     /// Work that ends in error (or a flush): reported whether signalled or not.
     pub(crate) fn failed(sqe: &uapi::siw_sqe) -> Self {
         Self {

@@ -219,7 +219,18 @@ impl Sender {
                 return self.response(request, reads).map(Some);
             }
         }
-        if let Some(sqe) = self.next_work(qp, reads)? {
+        while let Some(sqe) = self.next_work(qp, reads)? {
+            match local_operation(dev, qp, &sqe) {
+                Some(Ok(())) => {
+                    reads.finished(qp, SendWork::new(&sqe, 0));
+                    continue;
+                }
+                Some(Err(status)) => {
+                    complete_send(qp, &SendWork::failed(&sqe), status);
+                    return Err(());
+                }
+                None => {}
+            }
             return match self.start(dev, qp, &sqe) {
                 Ok(m) => Ok(Some(m)),
                 Err(status) => {
@@ -410,12 +421,7 @@ impl Sender {
         if total > MAX_MESSAGE {
             return Err(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR);
         }
-        let work = SendWork {
-            wr_id: sqe.id,
-            opcode: sqe.opcode,
-            signalled: flags & uapi::siw_wqe_flags_SIW_WQE_SIGNALLED != 0,
-            bytes: total as u32,
-        };
+        let work = SendWork::new(sqe, total as u32);
         let (template, origin, payload_len) = match opcode {
             Opcode::RdmaWrite => (
                 FpduHeader::new(SegmentHeader {
@@ -601,5 +607,36 @@ fn gather(m: &Message, mut offset: u32, mut out: &mut [u8]) -> Result {
         Ok(())
     } else {
         Err(EINVAL)
+    }
+}
+
+/// Runs a send queue entry that acts on the local STag table (a registration, an
+/// invalidation) and sends nothing; `None` for any other work. `Err` is the status of
+/// its completion.
+fn local_operation(
+    dev: &Device<RiwDevice>,
+    qp: &Qp<RiwDevice>,
+    sqe: &uapi::siw_sqe,
+) -> Option<core::result::Result<(), u32>> {
+    const PROT_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR;
+    let pd = pd_id(qp.pd::<RiwDevice>());
+    let region = || RiwMr::lookup(dev, sqe.rkey).ok_or(PROT_ERR);
+    match u32::from(sqe.opcode) {
+        uapi::siw_opcode_SIW_OP_INVAL_STAG => Some(region().and_then(|r| {
+            if !r.may_invalidate(sqe.rkey, pd) {
+                return Err(PROT_ERR);
+            }
+            r.invalidate();
+            Ok(())
+        })),
+        // Only a kernel consumer's QP has a fast-registration region in its domain.
+        uapi::siw_opcode_SIW_OP_REG_MR => Some(region().and_then(|r| {
+            r.register(
+                sqe.rkey,
+                pd,
+                u32::try_from(sqe.access()).unwrap_or(u32::MAX),
+            )
+        })),
+        _ => None,
     }
 }
