@@ -56,6 +56,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		echo "check: guest suite on the debug kernel: $filter"
 		selftests/vm/kselftest.sh --variant debug --module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
+			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kconn_test.ko" \
 			--filter "$filter" 2>&1 | tee "$log/guest.log"
 		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' \
 			"$log/guest.log")

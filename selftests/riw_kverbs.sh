@@ -25,8 +25,7 @@ results=$(grep -E '^riw_kverbs_test: (not )?ok [0-9]+ ' <<<"$log" | sed 's/^riw_
 ktap_set_plan $(($(grep -c . <<<"$results") + 1))
 while read -r line; do
 	[ -n "$line" ] || continue
-	desc=${line#* }
-	desc=${desc#* }
+	desc=$(sed -E 's/^(not )?ok [0-9]+ //' <<<"$line")
 	case $line in
 	"not ok "*) ktap_test_fail "$desc" ;;
 	*) ktap_test_pass "$desc" ;;

@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A kernel consumer's connection over riw, the way NVMe-oF and the rdma_rw API use one:
+# rdma_cm across the two namespaces, fast registration (REG_MR) of mapped pages, RDMA
+# WRITE and READ through such regions, Send with Invalidate, LOCAL_INV and
+# re-registration, and work posted from a softirq completion handler. The module
+# riw_kconn_test (selftests/kverbs) runs its checks at load and logs each one.
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+ktap_print_header
+if ! modinfo riw_kconn_test >/dev/null 2>&1; then
+	riw_skip_all "riw_kconn_test.ko not installed (selftests/vm/kselftest.sh --module)"
+fi
+
+riw_pair_setup riw riw
+riw_defer modprobe -r riw_kconn_test
+in0 rdma link add riw0 type riw netdev "$RIW_DEV0"
+in1 rdma link add riw1 type riw netdev "$RIW_DEV1"
+# A process in each namespace names it to the module (ip execs sleep: same process).
+ip netns exec "$RIW_NS0" sleep 600 &
+client_pid=$!
+ip netns exec "$RIW_NS1" sleep 600 &
+server_pid=$!
+riw_defer kill "$client_pid" "$server_pid"
+
+rc=0
+modprobe riw_kconn_test server_pid="$server_pid" client_pid="$client_pid" \
+	server_addr="$RIW_ADDR1" || rc=$?
+results=$(dmesg | grep -oE 'riw_kconn_test: (not )?ok [0-9]+ .*' | sed 's/^riw_kconn_test: //' || true)
+ktap_set_plan $(($(grep -c . <<<"$results") + 1))
+while read -r line; do
+	[ -n "$line" ] || continue
+	desc=$(sed -E 's/^(not )?ok [0-9]+ //' <<<"$line")
+	case $line in
+	"not ok "*) ktap_test_fail "$desc" ;;
+	*) ktap_test_pass "$desc" ;;
+	esac
+done <<<"$results"
+riw_result "riw_kconn_test loads (every check passed)" [ "$rc" -eq 0 ]
+modprobe -r riw_kconn_test 2>/dev/null || true
+in0 rdma link delete riw0
+in1 rdma link delete riw1
+
+ktap_finished
