@@ -149,6 +149,16 @@ impl QueueMemory {
         Ok(())
     }
 
+    /// Stores the byte at `offset` and orders the store before every later load
+    /// (`smp_store_mb()`): a producer that then reads the consumer's arming word cannot
+    /// miss both the entry and the arming, when the consumer arms, then polls.
+    pub fn store_u8_mb(&self, offset: usize, value: u8) -> Result {
+        self.atomic_u8(offset)
+            .ok_or(EINVAL)?
+            .swap(value, Ordering::SeqCst);
+        Ok(())
+    }
+
     fn atomic_u16(&self, offset: usize) -> Option<&AtomicU16> {
         let p = self.at(offset, 2, 2)?;
         // SAFETY: In bounds and aligned; both sides access this word atomically only.
@@ -172,6 +182,15 @@ impl QueueMemory {
         self.atomic_u16(offset)
             .ok_or(EINVAL)?
             .store(value, Ordering::Release);
+        Ok(())
+    }
+
+    /// Stores the 16-bit word at `offset` and orders the store before every later load
+    /// (`smp_store_mb()`), like [`Self::store_u8_mb`].
+    pub fn store_u16_mb(&self, offset: usize, value: u16) -> Result {
+        self.atomic_u16(offset)
+            .ok_or(EINVAL)?
+            .swap(value, Ordering::SeqCst);
         Ok(())
     }
 

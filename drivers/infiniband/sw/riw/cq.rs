@@ -223,7 +223,8 @@ impl RiwCq {
             } else {
                 0
             };
-            // Written without VALID; the flags byte, VALID added, publishes the entry.
+            // Written without VALID; the flags byte, VALID added, publishes the entry, and
+            // is ordered before the arming word is read below.
             let mut cqe = uapi::siw_cqe {
                 id: c.wr_id,
                 flags,
@@ -237,8 +238,7 @@ impl RiwCq {
                 cqe.__bindgen_anon_1.inval_stag = stag;
             }
             this.ring.write(offset, &cqe)?;
-            this.ring
-                .store_u8_release(offset + CQE_FLAGS, flags | VALID)?;
+            this.ring.store_u8_mb(offset + CQE_FLAGS, flags | VALID)?;
             *next = next.wrapping_add(1);
         }
         let armed = this.ring.load_u32_acquire(this.ctrl_offset()).unwrap_or(0);

@@ -572,7 +572,9 @@ impl<'a> RingCursor<'a> {
         }
         let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
         let entry = self.ring.read::<E>(offset)?;
-        let _ = self.ring.store_u16_release(offset + self.flags, 0);
+        // The user library rings the doorbell only if it finds the entry before its new
+        // one handed back: the hand-back must be ordered before our look at the next.
+        let _ = self.ring.store_u16_mb(offset + self.flags, 0);
         *next = next.wrapping_add(1);
         Some(entry)
     }
