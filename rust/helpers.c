@@ -301,8 +301,9 @@ int riw_sock_read(struct socket *sock, riw_sock_chunk_fn fn, void *ctx)
 	/* Nothing taken and the reader did not stop it: empty, at its end, or failed. */
 	if (ret == 0 && desc.count) {
 		ret = sock_error(sk);
-		if (ret == 0 && skb_queue_empty(&sk->sk_receive_queue))
-			ret = (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) ? 0 : -EAGAIN;
+		if (ret == 0 && !((READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
+				  skb_queue_empty(&sk->sk_receive_queue)))
+			ret = -EAGAIN;
 	}
 	release_sock(sk);
 	return ret;
