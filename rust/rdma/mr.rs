@@ -100,6 +100,12 @@ impl UserMemory {
 /// The memory a kernel consumer's DMA region (`get_dma_mr`) and its fast-registration
 /// regions name. riw is a software device without a DMA device, so the RDMA core maps
 /// buffers "virtually": a DMA address is the kernel virtual address of the buffer.
+///
+/// The driver copies only at addresses a kernel consumer handed it: SGEs of its DMA
+/// region, which name buffers it mapped (`ib_dma_map_*`) and keeps until the work request
+/// completes, after the copy; and pages it mapped into a fast-registration region, which
+/// stay mapped until it invalidates the region, while the driver copies from them only as
+/// long as the region is valid (invalidation waits for a copy in flight).
 pub struct DmaMemory(());
 
 impl DmaMemory {
@@ -114,11 +120,8 @@ impl DmaMemory {
         if src == 0 || src.checked_add(dst.len()).is_none() {
             return Err(EFAULT);
         }
-        // SAFETY: A kernel consumer posts SGEs of its DMA region only for buffers it has
-        // mapped (`ib_dma_map_*`, here their kernel addresses) and keeps until the work
-        // request completes, which is after this copy. The pages it maps into a
-        // fast-registration region stay mapped until it invalidates the region, and the
-        // driver copies from them only while the region is valid. `dst` is ours.
+        // SAFETY: `src` is a buffer a kernel consumer mapped and keeps for this copy (see
+        // the type's documentation); `dst` is ours.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
