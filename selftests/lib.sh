@@ -34,6 +34,9 @@
 #                                    $RIW_DEV1 (veth1) $RIW_ADDR1 (192.0.2.2/24) in RIW_NS1;
 #                                    removed at exit
 #   riw_netns_cleanup                remove them now (idempotent)
+#   riw_kmod_results NAME            plan and report, one KTAP result each, the checks a test
+#                                    module logged as "NAME: ok|not ok N description", plus
+#                                    one more result the caller reports itself
 #   riw_skip_all REASON              KTAP "skip all" and exit with the kselftest skip status
 #   riw_diag                         filter: prefix each line with "# " (KTAP diagnostics)
 #
@@ -102,6 +105,19 @@ riw_result() {
 	else
 		ktap_test_fail "$desc"
 	fi
+}
+
+riw_kmod_results() { # NAME
+	local results line
+	results=$(dmesg | grep -oE "$1: (not )?ok [0-9]+ .*" | sed "s/^$1: //" || true)
+	ktap_set_plan $(($(grep -c . <<<"$results") + 1))
+	while read -r line; do
+		[ -n "$line" ] || continue
+		case $line in
+		"not ok "*) ktap_test_fail "$(sed -E 's/^not ok [0-9]+ //' <<<"$line")" ;;
+		*) ktap_test_pass "$(sed -E 's/^ok [0-9]+ //' <<<"$line")" ;;
+		esac
+	done <<<"$results"
 }
 
 riw_check() {

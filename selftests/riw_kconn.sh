@@ -28,16 +28,7 @@ riw_defer kill "$client_pid" "$server_pid"
 rc=0
 modprobe riw_kconn_test server_pid="$server_pid" client_pid="$client_pid" \
 	server_addr="$RIW_ADDR1" || rc=$?
-results=$(dmesg | grep -oE 'riw_kconn_test: (not )?ok [0-9]+ .*' | sed 's/^riw_kconn_test: //' || true)
-ktap_set_plan $(($(grep -c . <<<"$results") + 1))
-while read -r line; do
-	[ -n "$line" ] || continue
-	desc=$(sed -E 's/^(not )?ok [0-9]+ //' <<<"$line")
-	case $line in
-	"not ok "*) ktap_test_fail "$desc" ;;
-	*) ktap_test_pass "$desc" ;;
-	esac
-done <<<"$results"
+riw_kmod_results riw_kconn_test
 riw_result "riw_kconn_test loads (every check passed)" [ "$rc" -eq 0 ]
 modprobe -r riw_kconn_test 2>/dev/null || true
 in0 rdma link delete riw0

@@ -20,17 +20,7 @@ ip netns exec "$RIW_NS0" rdma link add riw0 type riw netdev "$RIW_DEV0"
 
 rc=0
 modprobe riw_kverbs_test device=riw0 || rc=$?
-log=$(dmesg | grep -o 'riw_kverbs_test: .*' || true)
-results=$(grep -E '^riw_kverbs_test: (not )?ok [0-9]+ ' <<<"$log" | sed 's/^riw_kverbs_test: //' || true)
-ktap_set_plan $(($(grep -c . <<<"$results") + 1))
-while read -r line; do
-	[ -n "$line" ] || continue
-	desc=$(sed -E 's/^(not )?ok [0-9]+ //' <<<"$line")
-	case $line in
-	"not ok "*) ktap_test_fail "$desc" ;;
-	*) ktap_test_pass "$desc" ;;
-	esac
-done <<<"$results"
+riw_kmod_results riw_kverbs_test
 riw_result "riw_kverbs_test loads (every check passed)" [ "$rc" -eq 0 ]
 modprobe -r riw_kverbs_test 2>/dev/null || true
 ip netns exec "$RIW_NS0" rdma link delete riw0
