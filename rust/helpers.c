@@ -258,57 +258,6 @@ int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more)
 	return kernel_sendmsg(sock, &msg, &iov, 1, len);
 }
 
-struct riw_sock_reader {
-	riw_sock_chunk_fn fn;
-	void *ctx;
-};
-
-/* Hands each contiguous run of the skb's bytes to the reader; stops where it stops. */
-static int riw_sock_read_actor(read_descriptor_t *desc, struct sk_buff *skb,
-			       unsigned int offset, size_t len)
-{
-	struct riw_sock_reader *reader = desc->arg.data;
-	struct skb_seq_state state;
-	unsigned int taken = 0, n;
-	const u8 *data;
-
-	/* A reader that stopped takes nothing more of this call of tcp_read_sock(). */
-	if (!desc->count)
-		return 0;
-	skb_prepare_seq_read(skb, offset, offset + len, &state);
-	while ((n = skb_seq_read(taken, &data, &state)) != 0) {
-		size_t used = reader->fn(reader->ctx, data, n);
-
-		taken += min_t(size_t, used, n);
-		if (used < n) {
-			skb_abort_seq_read(&state);
-			desc->count = 0;
-			break;
-		}
-	}
-	return taken;
-}
-
-int riw_sock_read(struct socket *sock, riw_sock_chunk_fn fn, void *ctx)
-{
-	struct riw_sock_reader reader = { .fn = fn, .ctx = ctx };
-	read_descriptor_t desc = { .count = 1, .arg.data = &reader };
-	struct sock *sk = sock->sk;
-	int ret;
-
-	lock_sock(sk);
-	ret = tcp_read_sock(sk, &desc, riw_sock_read_actor);
-	/* Nothing taken and the reader did not stop it: empty, at its end, or failed. */
-	if (ret == 0 && desc.count) {
-		ret = sock_error(sk);
-		if (ret == 0 && !((READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
-				  skb_queue_empty(&sk->sk_receive_queue)))
-			ret = -EAGAIN;
-	}
-	release_sock(sk);
-	return ret;
-}
-
 int riw_sock_recv(struct socket *sock, void *buf, size_t len)
 {
 	struct msghdr msg = {};
