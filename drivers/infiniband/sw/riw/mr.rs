@@ -56,55 +56,107 @@ pub(crate) enum Backing {
     FastReg(Pin<KBox<SpinLockBh<FastReg>>>),
 }
 
-/// The key, rights and extent an STag grants.
+/// The key, rights and extent an STag grants, and for a fast registration the size of
+/// its pages (0 otherwise).
 #[derive(Clone, Copy, Default)]
 struct Binding {
     key: u8,
     access: u32,
     iova: u64,
     length: u64,
+    page_size: u64,
+}
+
+/// `access` without its `OPTIONAL` hints, if riw can grant it: EINVAL for atomics and for
+/// remote write without local write (remote writes land in memory, so the verbs require
+/// both), EOPNOTSUPP for other rights riw lacks (memory windows).
+fn checked_access(access: u32) -> Result<u32> {
+    let access = access & !access::OPTIONAL;
+    if access & !MR_ACCESS != 0 {
+        return Err(if access & access::REMOTE_ATOMIC != 0 {
+            EINVAL
+        } else {
+            EOPNOTSUPP()
+        });
+    }
+    if access & access::REMOTE_WRITE != 0 && access & access::LOCAL_WRITE == 0 {
+        return Err(EINVAL);
+    }
+    Ok(access)
+}
+
+/// A list of page addresses of fixed capacity, the first `count` of them in use.
+struct PageList {
+    pages: KVec<u64>,
+    count: usize,
+}
+
+impl PageList {
+    fn new(capacity: usize) -> Result<Self> {
+        Ok(Self {
+            pages: KVec::from_elem(0, capacity, GFP_KERNEL)?,
+            count: 0,
+        })
+    }
+
+    fn get(&self, index: usize) -> Option<u64> {
+        self.pages.get(index).filter(|_| index < self.count).copied()
+    }
+
+    /// Appends a page; ENOMEM once the list is full.
+    fn push(&mut self, addr: u64) -> Result {
+        *self
+            .pages
+            .as_mut_slice()
+            .get_mut(self.count)
+            .ok_or(ENOMEM)? = addr;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Takes over `other`'s pages (both lists have the region's capacity).
+    fn copy_from(&mut self, other: &PageList) {
+        let count = other.count.min(self.pages.len());
+        for (to, from) in self.pages.iter_mut().zip(other.pages.iter().take(count)) {
+            *to = *from;
+        }
+        self.count = count;
+    }
 }
 
 /// A fast-registration region's page lists. Held across each copy, so an invalidation
 /// waits for an access in flight and none starts after it.
 pub(crate) struct FastReg {
     mem: DmaMemory,
-    /// The pages `ib_map_mr_sg` mapped last (`mapped` of them).
-    mapped: KVec<u64>,
-    mapped_count: usize,
+    /// The pages `ib_map_mr_sg` mapped last.
+    mapped: PageList,
     /// The extent of that mapping, as the registration request was posted with it.
     posted: Binding,
-    posted_page_size: u64,
     /// The pages the last registration bound, and what it granted.
-    bound: KVec<u64>,
-    bound_count: usize,
+    bound: PageList,
     binding: Binding,
-    page_size: u64,
 }
 
 impl FastReg {
     /// Copies `len` bytes at region address `addr` (within the binding), a run of bytes
-    /// within one page at a time: `copy(kernel address, offset into the access, length)`.
+    /// within one page at a time: `copy(memory, kernel address, offset into the access,
+    /// length)`.
     fn each_page(
         &self,
         addr: u64,
         len: usize,
-        mut copy: impl FnMut(u64, usize, usize) -> Result,
+        mut copy: impl FnMut(&DmaMemory, u64, usize, usize) -> Result,
     ) -> Result {
-        let page_size = self.page_size;
+        let page_size = self.binding.page_size;
         let first_offset = self.binding.iova % page_size;
         let mut at = addr.checked_sub(self.binding.iova).ok_or(EFAULT)? + first_offset;
         let mut done = 0;
         while done < len {
             let page = usize::try_from(at / page_size)?;
             let in_page = at % page_size;
-            let base = *self
-                .bound
-                .get(page)
-                .filter(|_| page < self.bound_count)
-                .ok_or(EFAULT)?;
+            let base = self.bound.get(page).ok_or(EFAULT)?;
             let n = ((page_size - in_page) as usize).min(len - done);
-            copy(base + in_page, done, n)?;
+            copy(&self.mem, base + in_page, done, n)?;
             done += n;
             at += n as u64;
         }
@@ -179,8 +231,8 @@ impl MemRegion {
         }
     }
 
-    /// Invalidates the region (local or remote invalidation), once no access is in flight.
-    pub(crate) fn invalidate(&self) {
+    /// Invalidates the region, once no access is in flight.
+    fn invalidate(&self) {
         match &self.backing {
             Backing::FastReg(fast) => {
                 let _fast = fast.lock();
@@ -190,15 +242,28 @@ impl MemRegion {
         }
     }
 
-    /// Whether `stag` may invalidate this region from a connection of protection domain
-    /// `pd`: its key, its domain, and not a kernel consumer's all-memory region.
-    pub(crate) fn may_invalidate(&self, stag: u32, pd: usize) -> bool {
-        let key = match &self.backing {
+    /// Invalidates the region for `stag` from a QP of protection domain `pd` (local or
+    /// remote invalidation), if that may: its key, its domain, and not a kernel consumer's
+    /// all-memory region. Checked and done under one lock, so no registration comes between.
+    fn invalidate_for(&self, stag: u32, pd: usize) -> bool {
+        let permitted = |key: u8| stag as u8 == key && self.pd == pd;
+        match &self.backing {
             Backing::Dma(_) => return false,
-            Backing::FastReg(fast) => fast.lock().binding.key,
-            Backing::User(_) => self.fixed.key,
-        };
-        stag as u8 == key && self.pd == pd
+            Backing::FastReg(fast) => {
+                let fast = fast.lock();
+                if !permitted(fast.binding.key) {
+                    return false;
+                }
+                self.valid.store(false, Ordering::Release);
+            }
+            Backing::User(_) => {
+                if !permitted(self.fixed.key) {
+                    return false;
+                }
+                self.valid.store(false, Ordering::Release);
+            }
+        }
+        true
     }
 
     /// Records the extent a registration request was posted with; EINVAL unless this is
@@ -210,14 +275,13 @@ impl MemRegion {
         if self.pd != pd || !reg.page_size.is_power_of_two() {
             return Err(EINVAL);
         }
-        let mut fast = fast.lock();
-        fast.posted = Binding {
+        fast.lock().posted = Binding {
             key: 0,
             access: 0,
             iova: reg.iova,
             length: reg.length,
+            page_size: reg.page_size,
         };
-        fast.posted_page_size = reg.page_size;
         Ok(())
     }
 
@@ -237,31 +301,21 @@ impl MemRegion {
         if self.pd != pd {
             return Err(PROT_ERR);
         }
-        let access = access & !access::OPTIONAL;
-        if access & !MR_ACCESS != 0
-            || (access & access::REMOTE_WRITE != 0 && access & access::LOCAL_WRITE == 0)
-        {
-            return Err(OP_ERR);
-        }
+        let access = checked_access(access).map_err(|_| OP_ERR)?;
         let mut guard = fast.lock();
         let fast = &mut *guard;
         // A valid region must be invalidated before it is registered again.
         if self.valid.load(Ordering::Acquire) {
             return Err(OP_ERR);
         }
-        let page_size = fast.posted_page_size;
         let posted = fast.posted;
-        let mapped_bytes = (fast.mapped_count as u64).saturating_mul(page_size);
+        let page_size = posted.page_size;
+        let mapped_bytes = (fast.mapped.count as u64).saturating_mul(page_size);
         let needed = (posted.iova % page_size.max(1)).checked_add(posted.length);
         if page_size == 0 || posted.length == 0 || needed.map_or(true, |n| n > mapped_bytes) {
             return Err(OP_ERR);
         }
-        let count = fast.mapped_count;
-        for (to, from) in fast.bound.iter_mut().zip(fast.mapped.iter().take(count)) {
-            *to = *from;
-        }
-        fast.bound_count = count;
-        fast.page_size = page_size;
+        fast.bound.copy_from(&fast.mapped);
         fast.binding = Binding {
             key: stag as u8,
             access,
@@ -279,13 +333,8 @@ impl MemRegion {
             }
             Backing::Dma(mem) => mem.read(addr, dst),
             Backing::FastReg(fast) => {
-                let fast = fast.lock();
-                if !self.valid.load(Ordering::Acquire) {
-                    return Err(EFAULT);
-                }
-                let len = dst.len();
-                fast.each_page(addr, len, |at, done, n| {
-                    fast.mem.read(at, &mut dst[done..done + n])
+                self.each_bound_page(fast, addr, dst.len(), |mem, at, done, n| {
+                    mem.read(at, &mut dst[done..done + n])
                 })
             }
         }
@@ -299,15 +348,27 @@ impl MemRegion {
             }
             Backing::Dma(mem) => mem.write(addr, src),
             Backing::FastReg(fast) => {
-                let fast = fast.lock();
-                if !self.valid.load(Ordering::Acquire) {
-                    return Err(EFAULT);
-                }
-                fast.each_page(addr, src.len(), |at, done, n| {
-                    fast.mem.write(at, &src[done..done + n])
+                self.each_bound_page(fast, addr, src.len(), |mem, at, done, n| {
+                    mem.write(at, &src[done..done + n])
                 })
             }
         }
+    }
+
+    /// Copies `len` bytes at `addr` of a fast-registration region a page at a time (see
+    /// `FastReg::each_page`), under its lock and only while it is valid.
+    fn each_bound_page(
+        &self,
+        fast: &SpinLockBh<FastReg>,
+        addr: u64,
+        len: usize,
+        copy: impl FnMut(&DmaMemory, u64, usize, usize) -> Result,
+    ) -> Result {
+        let fast = fast.lock();
+        if !self.valid.load(Ordering::Acquire) {
+            return Err(EFAULT);
+        }
+        fast.each_page(addr, len, copy)
     }
 
     /// Starts a new page mapping (`ib_map_mr_sg`) of a fast-registration region.
@@ -315,7 +376,7 @@ impl MemRegion {
         let Backing::FastReg(fast) = &self.backing else {
             return Err(EINVAL);
         };
-        fast.lock().mapped_count = 0;
+        fast.lock().mapped.count = 0;
         Ok(())
     }
 
@@ -324,12 +385,7 @@ impl MemRegion {
         let Backing::FastReg(fast) = &self.backing else {
             return Err(EINVAL);
         };
-        let mut fast = fast.lock();
-        let count = fast.mapped_count;
-        let slot = fast.mapped.as_mut_slice().get_mut(count).ok_or(ENOMEM)?;
-        *slot = addr;
-        fast.mapped_count = count + 1;
-        Ok(())
+        fast.lock().mapped.push(addr)
     }
 }
 
@@ -355,18 +411,7 @@ impl RiwMr {
         length: u64,
         backing: Backing,
     ) -> Result<(MrKeys, Self)> {
-        let access = access & !access::OPTIONAL;
-        if access & !MR_ACCESS != 0 {
-            return Err(if access & access::REMOTE_ATOMIC != 0 {
-                EINVAL
-            } else {
-                EOPNOTSUPP()
-            });
-        }
-        // Remote writes land in memory: the verbs require local write rights with them.
-        if access & access::REMOTE_WRITE != 0 && access & access::LOCAL_WRITE == 0 {
-            return Err(EINVAL);
-        }
+        let access = checked_access(access)?;
         let valid = !matches!(backing, Backing::FastReg(_));
         let region = Arc::new(
             MemRegion {
@@ -376,6 +421,7 @@ impl RiwMr {
                     access,
                     iova,
                     length,
+                    page_size: 0,
                 },
                 backing,
                 valid: AtomicBool::new(valid),
@@ -463,18 +509,21 @@ impl RiwMr {
         let pages = max_num_sg as usize;
         let lists = FastReg {
             mem: DmaMemory::of_kernel_consumers(dev),
-            mapped: KVec::from_elem(0, pages, GFP_KERNEL)?,
-            mapped_count: 0,
+            mapped: PageList::new(pages)?,
             posted: Binding::default(),
-            posted_page_size: 0,
-            bound: KVec::from_elem(0, pages, GFP_KERNEL)?,
-            bound_count: 0,
+            bound: PageList::new(pages)?,
             binding: Binding::default(),
-            page_size: 0,
         };
         let fast = KBox::pin_init(new_spinlock_bh!(lists, "riw_mr_fast_reg"), GFP_KERNEL)?;
         // Key, rights and extent come with each registration work request.
         Self::register(dev, pd, MR_ACCESS, 0, 0, 0, Backing::FastReg(fast))
+    }
+
+    /// Invalidates the region `stag` names for a QP of protection domain `pd` (a local
+    /// invalidation, or a remote one from its peer); false if there is none it may
+    /// invalidate.
+    pub(crate) fn invalidate(dev: &Device<RiwDevice>, stag: u32, pd: usize) -> bool {
+        Self::lookup(dev, stag).is_some_and(|r| r.invalidate_for(stag, pd))
     }
 
     /// The region an STag names, if it is registered (its key still to check).

@@ -674,14 +674,11 @@ impl Placer<'_> {
         if let Some(m) = self.message.take() {
             if let Some(stag) = m.invalidate {
                 let pd = pd_id(self.qp.pd::<RiwDevice>());
-                match RiwMr::lookup(self.dev, stag) {
-                    Some(r) if r.may_invalidate(stag, pd) => r.invalidate(),
-                    _ => {
-                        self.complete(&m, uapi::siw_wc_status_SIW_WC_REM_INV_REQ_ERR);
-                        return Err(RxEnd::LocalError {
-                            terminate: Terminate::new(TermCause::RDMAP_OPERATION_CANNOT_INVALIDATE),
-                        });
-                    }
+                if !RiwMr::invalidate(self.dev, stag, pd) {
+                    self.complete(&m, uapi::siw_wc_status_SIW_WC_REM_INV_REQ_ERR);
+                    return Err(RxEnd::LocalError {
+                        terminate: Terminate::new(TermCause::RDMAP_OPERATION_CANNOT_INVALIDATE),
+                    });
                 }
             }
             self.complete(&m, uapi::siw_wc_status_SIW_WC_SUCCESS);

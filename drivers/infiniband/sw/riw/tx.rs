@@ -622,13 +622,11 @@ fn local_operation(
     let pd = pd_id(qp.pd::<RiwDevice>());
     let region = || RiwMr::lookup(dev, sqe.rkey).ok_or(PROT_ERR);
     match u32::from(sqe.opcode) {
-        uapi::siw_opcode_SIW_OP_INVAL_STAG => Some(region().and_then(|r| {
-            if !r.may_invalidate(sqe.rkey, pd) {
-                return Err(PROT_ERR);
-            }
-            r.invalidate();
+        uapi::siw_opcode_SIW_OP_INVAL_STAG => Some(if RiwMr::invalidate(dev, sqe.rkey, pd) {
             Ok(())
-        })),
+        } else {
+            Err(PROT_ERR)
+        }),
         // Only a kernel consumer's QP has a fast-registration region in its domain.
         uapi::siw_opcode_SIW_OP_REG_MR => Some(region().and_then(|r| {
             r.register(
