@@ -28,6 +28,12 @@ pub enum SendOp {
         remote_addr: u64,
         rkey: u32,
     },
+    /// RDMA Read that invalidates local STag `invalidate` (the sink's) once complete.
+    RdmaReadWithInv {
+        remote_addr: u64,
+        rkey: u32,
+        invalidate: u32,
+    },
     /// Invalidates a local STag.
     LocalInv(u32),
     /// Fast registration of a region's mapped pages.
@@ -142,14 +148,25 @@ impl WrChain<'_, bindings::ib_send_wr> {
             bindings::ib_wr_opcode_IB_WR_LOCAL_INV => {
                 SendOp::LocalInv(unsafe { wr.ex.invalidate_rkey })
             }
-            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE | bindings::ib_wr_opcode_IB_WR_RDMA_READ => {
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE
+            | bindings::ib_wr_opcode_IB_WR_RDMA_READ
+            | bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
                 // SAFETY: An RDMA opcode: a `struct ib_rdma_wr`.
                 let rdma = unsafe { &*self.next.cast::<bindings::ib_rdma_wr>() };
                 let (remote_addr, rkey) = (rdma.remote_addr, rdma.rkey);
-                if wr.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_WRITE {
-                    SendOp::RdmaWrite { remote_addr, rkey }
-                } else {
-                    SendOp::RdmaRead { remote_addr, rkey }
+                match wr.opcode {
+                    bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => {
+                        SendOp::RdmaWrite { remote_addr, rkey }
+                    }
+                    bindings::ib_wr_opcode_IB_WR_RDMA_READ => {
+                        SendOp::RdmaRead { remote_addr, rkey }
+                    }
+                    _ => SendOp::RdmaReadWithInv {
+                        remote_addr,
+                        rkey,
+                        // SAFETY: The union member the opcode selects.
+                        invalidate: unsafe { wr.ex.invalidate_rkey },
+                    },
                 }
             }
             bindings::ib_wr_opcode_IB_WR_REG_MR => {

@@ -330,6 +330,36 @@ static noinline void run_data_checks(struct ib_device *sdev, struct ib_device *c
 	      client_finished(&w, IB_WC_RDMA_READ) && pages_hold(cpages, pattern),
 	      "RDMA READ from a fast-registered region into one (the Read sink)");
 
+	/*
+	 * RDMA READ with invalidate, as the rdma_rw API reads on iWARP: the sink's region must
+	 * be the one invalidated, and is invalid once the Read completes.
+	 */
+	{
+		struct ib_rdma_wr rwr = {
+			.wr = { .opcode = IB_WR_RDMA_READ_WITH_INV, .send_flags = IB_SEND_SIGNALED,
+				.sg_list = &sge, .num_sge = 1,
+				.ex.invalidate_rkey = client.pd->local_dma_lkey },
+			.remote_addr = smr->iova,
+			.rkey = smr->rkey,
+		};
+
+		check(ib_post_send(cqp, &rwr.wr, &bad) == -EINVAL && bad == &rwr.wr,
+		      "RDMA READ with invalidate of another region than its sink refused (EINVAL)");
+		memset(page_address(cpages[0]), 0, PAGE_SIZE);
+		memset(page_address(cpages[1]), 0, PAGE_SIZE);
+		client_wait_init(&w);
+		rwr.wr.wr_cqe = &w.cqe;
+		/* Another key: rdma_rw names the sink with its key from before it updated it. */
+		rwr.wr.ex.invalidate_rkey = cmr->lkey ^ 1;
+		check(!ib_post_send(cqp, &rwr.wr, &bad) && client_finished(&w, IB_WC_RDMA_READ) &&
+		      pages_hold(cpages, pattern),
+		      "RDMA READ with invalidate into a fast-registered sink");
+	}
+	client_wait_init(&w);
+	check(!post_reg(cqp, cmr, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE, 0, &w.cqe) &&
+	      client_finished(&w, IB_WC_REG_MR),
+	      "the Read invalidated its sink: it registers again without LOCAL_INV");
+
 	/* Send with Invalidate: the server's region becomes invalid. */
 	sge = (struct ib_sge){ .addr = small_dma, .length = 64, .lkey = server.pd->local_dma_lkey };
 	{

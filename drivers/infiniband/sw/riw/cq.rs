@@ -88,6 +88,7 @@ pub(crate) fn send_completion_opcode(opcode: u8) -> Option<u32> {
             | uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV
             | uapi::siw_opcode_SIW_OP_WRITE
             | uapi::siw_opcode_SIW_OP_READ
+            | uapi::siw_opcode_SIW_OP_READ_LOCAL_INV
             | uapi::siw_opcode_SIW_OP_INVAL_STAG
             | uapi::siw_opcode_SIW_OP_REG_MR
     )

@@ -245,7 +245,7 @@ impl MemRegion {
     /// Invalidates the region for `stag` from a QP of protection domain `pd` (local or
     /// remote invalidation), if that may: its key, its domain, and not a kernel consumer's
     /// all-memory region. Checked and done under one lock, so no registration comes between.
-    fn invalidate_for(&self, stag: u32, pd: usize) -> bool {
+    pub(crate) fn invalidate_for(&self, stag: u32, pd: usize) -> bool {
         let permitted = |key: u8| stag as u8 == key && self.pd == pd;
         match &self.backing {
             Backing::Dma(_) => return false,

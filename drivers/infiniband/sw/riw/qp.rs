@@ -410,6 +410,17 @@ impl RiwQp {
                     SendOp::RdmaRead { remote_addr, rkey } if n <= LIMITS.max_sge_rd as usize => {
                         (uapi::siw_opcode_SIW_OP_READ, remote_addr, rkey)
                     }
+                    // What is invalidated is the sink, the one SGE (all a ring entry can
+                    // name). The rdma_rw API names its region in `invalidate` but with the
+                    // key from before it updated the sink's: the index must match, the key
+                    // is the SGE's.
+                    SendOp::RdmaReadWithInv {
+                        remote_addr,
+                        rkey,
+                        invalidate,
+                    } if n == 1 && sges[0].lkey >> 8 == invalidate >> 8 => {
+                        (uapi::siw_opcode_SIW_OP_READ_LOCAL_INV, remote_addr, rkey)
+                    }
                     SendOp::LocalInv(stag) => (uapi::siw_opcode_SIW_OP_INVAL_STAG, 0, stag),
                     SendOp::Reg(reg) => {
                         // The extent is read now; key and rights ride in the entry.

@@ -10,7 +10,7 @@
 use crate::cq::{send_completion_opcode, Completion, RiwCq};
 use crate::device::RiwDevice;
 use crate::kernel_ext::rdma::Qp;
-use crate::mr::MemRegion;
+use crate::mr::{pd_id, MemRegion};
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -237,9 +237,20 @@ impl Reads {
     }
 
     /// The awaited Read's response is complete: it and the work held behind it complete.
+    /// A Read with local invalidate invalidates its sink first: a completion the consumer
+    /// sees finds it invalid (it registers the region again at once).
     pub(crate) fn read_done(&mut self, qp: &Qp<RiwDevice>) {
         if let Some(p) = self.pending.pop_front() {
             self.waiting = self.waiting.saturating_sub(1);
+            let invalidates = u32::from(p.work.opcode) == uapi::siw_opcode_SIW_OP_READ_LOCAL_INV;
+            if let Some(ReadSink {
+                stag,
+                region: Some(region),
+                ..
+            }) = p.read.as_ref().filter(|_| invalidates)
+            {
+                region.invalidate_for(*stag, pd_id(qp.pd::<RiwDevice>()));
+            }
             if p.work.signalled {
                 complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
             }

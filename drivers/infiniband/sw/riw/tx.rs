@@ -261,7 +261,10 @@ impl Sender {
             return Ok(None);
         };
         let fenced = u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_READ_FENCE != 0;
-        let is_read = u32::from(sqe.opcode) == uapi::siw_opcode_SIW_OP_READ;
+        let is_read = matches!(
+            u32::from(sqe.opcode),
+            uapi::siw_opcode_SIW_OP_READ | uapi::siw_opcode_SIW_OP_READ_LOCAL_INV
+        );
         if is_read && reads.may_read().is_none() {
             // ORD 0: the peer takes no Read Requests; sending one would only be refused.
             let status = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
@@ -409,6 +412,11 @@ impl Sender {
             uapi::siw_opcode_SIW_OP_SEND_REMOTE_INV => Opcode::SendInvalidate,
             uapi::siw_opcode_SIW_OP_WRITE => Opcode::RdmaWrite,
             uapi::siw_opcode_SIW_OP_READ if !inline && sqe.num_sge <= 1 => Opcode::ReadRequest,
+            // Read with local invalidate: its sink, the one SGE, is invalidated once the
+            // response is placed.
+            uapi::siw_opcode_SIW_OP_READ_LOCAL_INV if !inline && sqe.num_sge == 1 => {
+                Opcode::ReadRequest
+            }
             _ => return Err(LOC_QP_OP_ERR),
         };
         // A Read's local buffer is written by the response.
