@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# NVMe over Fabrics over riw: the kernel's NVMe/RDMA target (nvmet-rdma) exports a file
+# through a riw device and the kernel's NVMe/RDMA host (nvme-rdma) connects to it with
+# stock nvme-cli. Both use rdma_cm in the initial network namespace only, so host and
+# target share one device there and the connections run over loopback TCP. The I/O takes
+# every path of a kernel consumer: fast registration, Send with Invalidate, RDMA WRITE,
+# and RDMA READ with local invalidate (the rdma_rw API's Reads on iWARP).
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+ktap_print_header
+command -v nvme >/dev/null || riw_skip_all "nvme-cli not installed"
+command -v fio >/dev/null || riw_skip_all "fio not installed"
+cfg=/sys/kernel/config
+if [ ! -d "$cfg/nvmet" ]; then
+	mountpoint -q "$cfg" || mount -t configfs none "$cfg"
+	[ -d "$cfg/nvmet" ] || riw_skip_all "no NVMe target (CONFIG_NVME_TARGET_RDMA)"
+fi
+ktap_set_plan 7
+
+DEV=nvr0 PEER=nvr1 ADDR=192.0.2.10 PORT=4420
+NQN=nqn.2026-11.dev.riw:selftest
+HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:6a1d3e0c-6d1e-4e34-9b8e-72a3c1f0b0a1
+HOSTID=6a1d3e0c-6d1e-4e34-9b8e-72a3c1f0b0a1
+IMG_MB=64
+tmp=$(mktemp -d)
+riw_defer rm -rf "$tmp"
+
+modprobe riw
+riw_defer modprobe -r riw
+ip link add "$DEV" type veth peer name "$PEER"
+riw_defer ip link del "$DEV"
+ip addr add "$ADDR/24" dev "$DEV"
+ip link set "$DEV" up
+ip link set "$PEER" up
+rdma link add nvriw0 type riw netdev "$DEV"
+riw_defer rdma link delete nvriw0
+
+# The target: one subsystem, one namespace backed by a file, one RDMA port.
+target_down() {
+	rm -f "$cfg/nvmet/ports/1/subsystems/$NQN"
+	rmdir "$cfg/nvmet/ports/1" 2>/dev/null || true
+	echo 0 >"$cfg/nvmet/subsystems/$NQN/namespaces/1/enable" 2>/dev/null || true
+	rmdir "$cfg/nvmet/subsystems/$NQN/namespaces/1" 2>/dev/null || true
+	rmdir "$cfg/nvmet/subsystems/$NQN" 2>/dev/null || true
+}
+
+target_up() {
+	local sub=$cfg/nvmet/subsystems/$NQN port=$cfg/nvmet/ports/1
+	truncate -s "${IMG_MB}M" "$tmp/img"
+	mkdir "$sub"
+	echo 1 >"$sub/attr_allow_any_host"
+	mkdir "$sub/namespaces/1"
+	echo "$tmp/img" >"$sub/namespaces/1/device_path"
+	echo 1 >"$sub/namespaces/1/buffered_io"
+	echo 1 >"$sub/namespaces/1/enable"
+	mkdir "$port"
+	echo rdma >"$port/addr_trtype"
+	echo ipv4 >"$port/addr_adrfam"
+	echo "$ADDR" >"$port/addr_traddr"
+	echo "$PORT" >"$port/addr_trsvcid"
+	# Linking the subsystem enables the port: nvmet-rdma listens through rdma_cm.
+	ln -s "$sub" "$port/subsystems/$NQN"
+}
+
+riw_defer target_down
+riw_check "nvmet-rdma listens on $ADDR:$PORT through riw" 60 target_up || true
+
+# The block device of the connected controller.
+nvme_blockdev() {
+	local b
+	for b in /sys/block/nvme*; do
+		[ -e "$b" ] || continue
+		if [ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$NQN" ]; then
+			echo "/dev/${b##*/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+riw_qps() {
+	rdma res show qp link nvriw0/1 2>/dev/null | grep -c "lqpn" || true
+}
+
+# (The functions below run in `||` lists, where set -e does not apply: each step checks.)
+connect() {
+	nvme connect -t rdma -a "$ADDR" -s "$PORT" -n "$NQN" \
+		--hostnqn="$HOSTNQN" --hostid="$HOSTID" --nr-io-queues=2 --queue-size=32 || return
+	riw_poll 30 nvme_blockdev || return
+	echo "block device $(nvme_blockdev), $(riw_qps) riw QPs (admin and I/O queues, both ends)"
+}
+riw_defer nvme disconnect -n "$NQN"
+riw_check "nvme connect over riw: admin and I/O queues up, namespace attached" 120 \
+	connect || true
+blk=$(nvme_blockdev || echo /dev/null)
+
+head -c $((16 << 20)) /dev/urandom >"$tmp/pattern"
+write_read() {
+	dd if="$tmp/pattern" of="$blk" bs=1M oflag=direct status=none || return
+	dd if="$blk" of="$tmp/back" bs=1M count=16 iflag=direct status=none || return
+	cmp "$tmp/pattern" "$tmp/back"
+}
+riw_check "16 MiB written with O_DIRECT and read back: identical" 300 write_read || true
+
+target_file() {
+	sync || return
+	cmp -n $((16 << 20)) "$tmp/pattern" "$tmp/img"
+}
+riw_check "the target's file holds the same 16 MiB" 60 target_file || true
+
+# Four jobs, each in its own 8 MiB of the namespace, write at random and then read back
+# and verify every block; fio runs in $tmp, where it may keep its state.
+fio_verify() {
+	cd "$tmp" &&
+		fio --name=riw-nvme --filename="$blk" --direct=1 --ioengine=libaio \
+			--rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=4 --size=8M \
+			--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting
+}
+riw_check "fio: 4 jobs of random 4 KiB to 128 KiB writes, depth 16, each block verified" 600 \
+	fio_verify || true
+
+disconnect() {
+	nvme disconnect -n "$NQN" || return
+	riw_poll 30 eval '! nvme_blockdev >/dev/null' || return
+	riw_poll 30 eval '[ "$(riw_qps)" -eq 0 ]'
+}
+riw_check "nvme disconnect: the namespace and every riw QP gone" 120 disconnect || true
+
+riw_check "the target goes down and the riw device with it" 60 \
+	eval 'target_down && rdma link delete nvriw0' || true
+
+ktap_finished
