@@ -100,7 +100,10 @@ impl PageList {
     }
 
     fn get(&self, index: usize) -> Option<u64> {
-        self.pages.get(index).filter(|_| index < self.count).copied()
+        self.pages
+            .get(index)
+            .filter(|_| index < self.count)
+            .copied()
     }
 
     /// Appends a page; ENOMEM once the list is full.
@@ -246,24 +249,21 @@ impl MemRegion {
     /// remote invalidation), if that may: its key, its domain, and not a kernel consumer's
     /// all-memory region. Checked and done under one lock, so no registration comes between.
     pub(crate) fn invalidate_for(&self, stag: u32, pd: usize) -> bool {
-        let permitted = |key: u8| stag as u8 == key && self.pd == pd;
+        let invalidate_if_key = |key: u8| {
+            let permitted = stag as u8 == key && self.pd == pd;
+            if permitted {
+                self.valid.store(false, Ordering::Release);
+            }
+            permitted
+        };
         match &self.backing {
-            Backing::Dma(_) => return false,
+            Backing::Dma(_) => false,
             Backing::FastReg(fast) => {
                 let fast = fast.lock();
-                if !permitted(fast.binding.key) {
-                    return false;
-                }
-                self.valid.store(false, Ordering::Release);
+                invalidate_if_key(fast.binding.key)
             }
-            Backing::User(_) => {
-                if !permitted(self.fixed.key) {
-                    return false;
-                }
-                self.valid.store(false, Ordering::Release);
-            }
+            Backing::User(_) => invalidate_if_key(self.fixed.key),
         }
-        true
     }
 
     /// Records the extent a registration request was posted with; EINVAL unless this is
