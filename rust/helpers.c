@@ -2,6 +2,7 @@
 /* riw's C shim; see helpers.h. */
 
 #include "helpers.h"
+#include <linux/highmem.h>
 #include <linux/scatterlist.h>
 #include <net/tcp.h>
 #include <linux/moduleparam.h>
@@ -256,6 +257,116 @@ int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more)
 	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return kernel_sendmsg(sock, &msg, &iov, 1, len);
+}
+
+struct riw_sock_reader {
+	riw_sock_chunk_fn fn;
+	void *ctx;
+};
+
+/* Gives the reader one run of bytes; a reader that takes fewer stops the walk. */
+static size_t riw_read_run(struct riw_sock_reader *reader, const u8 *data, size_t len,
+			   bool *stopped)
+{
+	size_t used = min(reader->fn(reader->ctx, data, len), len);
+
+	if (used < len)
+		*stopped = true;
+	return used;
+}
+
+/*
+ * Hands the reader `len` bytes of `skb` from `offset`, one contiguous run at a time: the
+ * linear part, each page of each fragment, then the skbs of the fragment list. Pages are
+ * mapped with kmap_local_page(), which keeps the context as it was (skb_seq_read() maps
+ * with kmap_atomic()): the reader places payload and may sleep. Returns the bytes taken.
+ */
+static size_t riw_skb_walk(struct riw_sock_reader *reader, const struct sk_buff *skb,
+			   unsigned int offset, size_t len, bool *stopped)
+{
+	unsigned int pos = skb_headlen(skb);
+	const struct sk_buff *frag_iter;
+	size_t taken = 0, used;
+	int i;
+
+	if (offset < pos) {
+		used = riw_read_run(reader, skb->data + offset,
+				    min_t(size_t, pos - offset, len), stopped);
+		taken += used;
+		offset += used;
+		len -= used;
+	}
+	for (i = 0; i < skb_shinfo(skb)->nr_frags && len && !*stopped; i++) {
+		const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
+		unsigned int size = skb_frag_size(frag);
+
+		while (offset < pos + size && len && !*stopped) {
+			/* A fragment may span the pages of a compound page. */
+			unsigned int in_frag = skb_frag_off(frag) + (offset - pos);
+			unsigned int in_page = offset_in_page(in_frag);
+			size_t n = min3((size_t)(pos + size - offset), len,
+					(size_t)(PAGE_SIZE - in_page));
+			u8 *va = kmap_local_page(skb_frag_page(frag) + in_frag / PAGE_SIZE);
+
+			used = riw_read_run(reader, va + in_page, n, stopped);
+			kunmap_local(va);
+			taken += used;
+			offset += used;
+			len -= used;
+		}
+		pos += size;
+	}
+	skb_walk_frags(skb, frag_iter) {
+		if (!len || *stopped)
+			break;
+		if (offset < pos + frag_iter->len) {
+			used = riw_skb_walk(reader, frag_iter, offset - pos,
+					    min_t(size_t, pos + frag_iter->len - offset, len),
+					    stopped);
+			taken += used;
+			offset += used;
+			len -= used;
+		}
+		pos += frag_iter->len;
+	}
+	return taken;
+}
+
+/* tcp_read_sock()'s actor: the skb's bytes to the reader, until it stops. */
+static int riw_sock_read_actor(read_descriptor_t *desc, struct sk_buff *skb,
+			       unsigned int offset, size_t len)
+{
+	struct riw_sock_reader *reader = desc->arg.data;
+	bool stopped = false;
+	size_t taken;
+
+	/* A reader that stopped takes nothing more of this call of tcp_read_sock(). */
+	if (!desc->count)
+		return 0;
+	taken = riw_skb_walk(reader, skb, offset, len, &stopped);
+	if (stopped)
+		desc->count = 0;
+	return taken;
+}
+
+int riw_sock_read(struct socket *sock, riw_sock_chunk_fn fn, void *ctx)
+{
+	struct riw_sock_reader reader = { .fn = fn, .ctx = ctx };
+	read_descriptor_t desc = { .count = 1, .arg.data = &reader };
+	struct sock *sk = sock->sk;
+	int ret;
+
+	lock_sock(sk);
+	ret = tcp_read_sock(sk, &desc, riw_sock_read_actor);
+	/* Nothing taken and the reader did not stop it: empty, at its end, or failed. */
+	if (ret == 0 && desc.count) {
+		ret = sock_error(sk);
+		if (ret == 0 && !((READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
+				  skb_queue_empty(&sk->sk_receive_queue)))
+			ret = -EAGAIN;
+	}
+	release_sock(sk);
+	return ret;
 }
 
 int riw_sock_recv(struct socket *sock, void *buf, size_t len)

@@ -76,6 +76,12 @@ void riw_sock_callback_end(struct sock *sk);
 int riw_sock_state(struct sock *sk);
 int riw_sock_error(struct socket *sock);
 int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more);
+/*
+ * A reader of a socket's bytes in place: takes `len` bytes at `data`, returns how many it
+ * used; fewer than `len` stops the read there.
+ */
+typedef size_t (*riw_sock_chunk_fn)(void *ctx, const u8 *data, size_t len);
+int riw_sock_read(struct socket *sock, riw_sock_chunk_fn fn, void *ctx);
 int riw_sock_recv(struct socket *sock, void *buf, size_t len);
 unsigned int riw_sock_mss(struct socket *sock);
 void riw_sock_setup(struct socket *sock);

@@ -466,6 +466,26 @@ impl<H: SocketHandler> TcpStream<H> {
         Ok(ret as usize)
     }
 
+    /// Reads what is there in place, without blocking: hands each contiguous run of
+    /// received bytes, straight from the socket's buffers, to `reader`, which returns how
+    /// many it used; using fewer stops the read there, the rest staying for the next one.
+    /// Returns the bytes used: 0 at end of stream (unless `reader` stopped at once),
+    /// EAGAIN if nothing is there yet. `reader` runs in the caller's context, under the
+    /// socket's lock (`lock_sock`): it may sleep, and must not use the socket.
+    pub fn read_in_place(&self, reader: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+        let mut reader = reader;
+        let ctx: *mut &mut dyn FnMut(&[u8]) -> usize = &mut reader;
+        // SAFETY: A live socket; `ctx` points to `reader`, alive and not otherwise used
+        // for the call, which is the only time `read_chunk` runs with it.
+        let ret = unsafe {
+            bindings::riw_sock_read(self.sock.sock.as_ptr(), Some(read_chunk), ctx.cast())
+        };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(ret as usize)
+    }
+
     /// Makes the close that dropping the socket does an abortive one (RST).
     pub fn set_abort_on_close(&self) {
         // SAFETY: A live socket.
@@ -545,4 +565,19 @@ impl<H: SocketHandler> Drop for TcpListener<H> {
 pub fn ratelimit() -> bool {
     // SAFETY: Plain call; the state is global to the networking core.
     unsafe { bindings::net_ratelimit() != 0 }
+}
+
+/// Hands one run of bytes of `riw_sock_read` to the reader of `TcpStream::read_in_place`.
+///
+/// # Safety
+///
+/// `ctx` is the `read_in_place` reader's pointer, for its call; `data` is valid for reads
+/// of `len` bytes until this returns.
+unsafe extern "C" fn read_chunk(ctx: *mut c_void, data: *const u8, len: usize) -> usize {
+    // SAFETY: The caller passes `read_in_place`'s pointer to its live reader.
+    let reader = unsafe { &mut *ctx.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
+    // SAFETY: The caller guarantees `data` is valid for `len` bytes for this call; the
+    // reader borrows the slice only for its own call.
+    let chunk = unsafe { core::slice::from_raw_parts(data, len) };
+    reader(chunk).min(len)
 }

@@ -25,8 +25,8 @@ use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// Bytes read from the socket at a time: a few large FPDUs.
-const RX_BUF_LEN: usize = 64 * 1024;
+/// Bytes read from the socket at a time during the MPA exchange (frames and what follows).
+const RX_BUF_LEN: usize = 4096;
 
 /// How a receive run ended.
 pub(crate) enum RxEnd {
@@ -129,6 +129,7 @@ struct Message {
 
 /// Receive state of a connection.
 pub(crate) struct Receiver {
+    /// What the socket gave during the MPA exchange (FPDUs may follow the last frame).
     buf: KVVec<u8>,
     start: usize,
     end: usize,
@@ -214,68 +215,117 @@ impl Receiver {
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         reads: &mut Reads,
-        mut budget: u32,
+        budget: u32,
     ) -> RxEnd {
-        loop {
-            match self.fill(sock) {
-                Ok(None) => return RxEnd::Eof,
-                Ok(Some([])) => return RxEnd::Idle,
-                Ok(Some(_)) => {}
-                Err(e) => return RxEnd::SocketError(e),
-            }
-            let Self {
-                buf,
-                start,
-                end,
-                parser,
-                header,
-                message,
-                sink,
-                rtr_expected,
-                rtr_received,
-            } = self;
-            let Some(parser) = parser.as_mut() else {
-                return RxEnd::Idle;
-            };
-            let input = &buf[*start..*end];
-            let step = match parser.poll(input) {
-                Ok(step) => step,
-                Err(why) => {
-                    return RxEnd::Violation {
-                        terminate: parser.terminate_for(&why),
-                        why: Why::Wire(why),
-                    }
-                }
-            };
-            *start += step.consumed;
-            let Some(event) = step.event else {
-                continue;
-            };
-            let mut place = Placer {
+        let Self {
+            buf,
+            start,
+            end,
+            parser,
+            header,
+            message,
+            sink,
+            rtr_expected,
+            rtr_received,
+        } = self;
+        let Some(parser) = parser.as_mut() else {
+            return RxEnd::Idle;
+        };
+        let mut input = FpduInput {
+            parser,
+            place: Placer {
                 dev,
                 qp,
-                reads: &mut *reads,
+                reads,
                 header,
                 message,
                 sink,
                 rtr_expected,
                 rtr_received,
+            },
+            budget,
+        };
+        // Bytes that came in with the last MPA frame go first.
+        if *start < *end {
+            let (used, stop) = input.feed(&buf[*start..*end]);
+            *start += used;
+            if let Some(stop) = stop {
+                return stop;
+            }
+        }
+        // Then the socket's own buffers: payload goes from them straight to its target.
+        loop {
+            let mut stop = None;
+            let read = sock.read_in_place(&mut |chunk| {
+                if stop.is_some() {
+                    return 0;
+                }
+                let (used, end) = input.feed(chunk);
+                stop = end;
+                used
+            });
+            if let Some(stop) = stop {
+                return stop;
+            }
+            match read {
+                Ok(0) => return RxEnd::Eof,
+                Ok(_) => {}
+                Err(e) if e == EAGAIN => return RxEnd::Idle,
+                Err(e) => return RxEnd::SocketError(e),
+            }
+        }
+    }
+}
+
+/// The FPDU parser and the placement of what it finds, fed a run of bytes at a time.
+struct FpduInput<'a> {
+    parser: &'a mut StreamParser<KernelCrc32c>,
+    place: Placer<'a>,
+    /// Messages still to finish before the receiver lets other work run.
+    budget: u32,
+}
+
+impl FpduInput<'_> {
+    /// Parses and places `input`: the bytes used, and why receiving stops, if it does.
+    fn feed(&mut self, input: &[u8]) -> (usize, Option<RxEnd>) {
+        let mut used = 0;
+        while used < input.len() {
+            let step = match self.parser.poll(&input[used..]) {
+                Ok(step) => step,
+                Err(why) => {
+                    let stop = RxEnd::Violation {
+                        terminate: self.parser.terminate_for(&why),
+                        why: Why::Wire(why),
+                    };
+                    return (used, Some(stop));
+                }
+            };
+            used += step.consumed;
+            let Some(event) = step.event else {
+                if step.consumed == 0 {
+                    break;
+                }
+                continue;
             };
             let result = match event {
-                RxEvent::Header(h) => place.header(h),
-                RxEvent::Payload { offset, data } => place.payload(offset, data),
+                RxEvent::Header(h) => self.place.header(h),
+                RxEvent::Payload { offset, data } => self.place.payload(offset, data),
                 RxEvent::End => {
-                    budget = budget.saturating_sub(1);
-                    place.end()
+                    self.budget = self.budget.saturating_sub(1);
+                    self.place.end()
                 }
             };
             if let Err(end) = result {
-                return end.about_segment(parser, header.as_ref());
+                return (
+                    used,
+                    Some(end.about_segment(self.parser, self.place.header.as_ref())),
+                );
             }
-            if budget == 0 {
-                return RxEnd::Budget;
+            if self.budget == 0 {
+                return (used, Some(RxEnd::Budget));
             }
         }
+        (used, None)
     }
 }
 
