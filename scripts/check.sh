@@ -36,8 +36,8 @@ echo "check: building riw.ko against the debug kernel"
 if "$RIW_TOP/scripts/build-module.sh" debug; then
 	pass 1
 	# The suites that connect siw devices run in guests of their own, one each: siw
-	# read-locks a socket's callback lock with softirqs enabled (siw_qp_llp_data_ready,
-	# siw_cm_llp_data_ready), which lockdep reports as soon as any TCP listener closes with
+	# read-locks a socket's callback lock with softirqs enabled (its data_ready, state_change
+	# and write_space callbacks), which lockdep reports as soon as any TCP listener closes with
 	# connections not yet accepted; after one report lockdep is off for the rest of the
 	# boot. So riw's own suites keep a lockdep of their own, and lib.sh names siw's report
 	# (and only it) when it shows up in those guests.

@@ -258,38 +258,49 @@ __riw_splats+='|refcount_t|list_(add|del) corruption|possible (circular|recursiv
 __riw_splats+='|inconsistent lock state|suspicious RCU usage|lock held when returning'
 __riw_splats+='|held lock freed|suspected memory leak|blocked for more than|soft lockup'
 
-# siw read-locks its sockets' callback lock with softirqs enabled (siw_qp_llp_data_ready,
-# siw_cm_llp_data_ready in 6.12), which lockdep reports as "SOFTIRQ-safe -> SOFTIRQ-unsafe
-# lock order" once any TCP listener closes with connections not yet accepted (that path
-# takes the lock under the socket spinlock), or as an "irq lock inversion" when siw's
-# callback comes second. The report whose unsafe acquisition is in
-# siw's code is siw's own: it is named, not counted. Everything else in it still is.
+# siw read-locks its sockets' callback lock with softirqs enabled (in 6.12 its data_ready,
+# state_change and write_space callbacks: siw_cm_llp_*, siw_qp_llp_*, siw_rtr_data_ready),
+# which lockdep reports as "SOFTIRQ-safe -> SOFTIRQ-unsafe lock order" once any TCP listener
+# closes with connections not yet accepted (that path takes the lock under the socket
+# spinlock), or as an "irq lock inversion" when siw's callback comes second. A report whose
+# softirq-unsafe acquisition is that read_lock of clock-AF_INET[6] from siw's code is siw's
+# own: it is named, not counted. Everything else in it still is.
 __riw_without_siw_lockdep() {
 	awk '
+	function flush() {
+		report = 0
+		if (siw) print "riw-selftest: siw lockdep report (siw read-locks sk_callback_lock with softirqs enabled), not counted"
+		else printf "%s", buf
+	}
 	/SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected|possible irq lock inversion dependency detected/ {
-		report = 1; buf = ""; unsafe = 0; siw = 0
+		if (report) flush()
+		report = 1; buf = ""; section = ""; siw = 0; clock = 0; changed = 0; prev = ""
 	}
 	report {
 		buf = buf $0 "\n"
-		if (/which became SOFTIRQ-irq-unsafe at/) unsafe = 1
-		else if (/other info that might help/) unsafe = 0
-		if (unsafe && /siw_(qp|cm)_llp_data_ready/) siw = 1
-		if (/just changed the state of lock/) changed = 1
-		else if (changed && /siw_(qp|cm)_llp_data_ready/) { siw = 1; changed = 0 }
+		# Safe -> unsafe: the unsafe lock is named, then the trace of its first unsafe use.
+		if (/to a SOFTIRQ-irq-unsafe lock:/) section = "name"
+		else if (section == "name" && /\(clock-AF_INET6?\)/) clock = 1
+		else if (/which became SOFTIRQ-irq-unsafe at/) section = clock ? "trace" : ""
+		else if (/other info that might help/) section = ""
+		else if (section == "trace" && prev ~ /_raw_read_lock\+/ && /\[siw\][[:space:]]*$/) siw = 1
+		# Inversion: the line after this names the lock and where its state changed, the
+		# next says the change was to softirq-unsafe.
+		if (prev ~ /just changed the state of lock:/ && /\(clock-AF_INET6?\)/ && /at: siw_[a-z_]+\+0x[0-9a-f]+\/0x[0-9a-f]+ \[siw\]/) changed = 1
+		else if (changed && /but this lock was taken by another, SOFTIRQ-safe lock/) siw = 1
 		else changed = 0
-		if (/<\/TASK>/) {
-			report = 0
-			if (siw) print "riw-selftest: siw lockdep report (siw_*_llp_data_ready read-locks sk_callback_lock with softirqs enabled), not counted"
-			else printf "%s", buf
-		}
+		prev = $0
+		if (/<\/TASK>/) flush()
 		next
 	}
 	{ print }
 	END { if (report) printf "%s", buf }'
 }
 
+# Prints the counted hits, then the kernel log from the first of them on (bounded), so
+# that a report in a CI log can be read without the guest's console.
 __riw_splat_check() {
-	local log hits
+	local log hits first
 	log=$(dmesg | __riw_without_siw_lockdep)
 	if grep -qF "$__riw_tag" <<<"$log"; then
 		log=$(awk -v tag="$__riw_tag" 'seen; index($0, tag) { seen = 1 }' <<<"$log")
@@ -298,6 +309,9 @@ __riw_splat_check() {
 	hits=$(grep -E "$__riw_splats" <<<"$log") || return 0
 	echo "# kernel log splat during $(basename "$0"):"
 	riw_diag <<<"$hits"
+	echo "# kernel log from the first of them:"
+	first=$(grep -nE -m1 "$__riw_splats" <<<"$log" | cut -d: -f1)
+	tail -n +"$first" <<<"$log" | head -n 200 | riw_diag
 	return 1
 }
 
