@@ -628,7 +628,6 @@ fn local_operation(
 ) -> Option<core::result::Result<(), u32>> {
     const PROT_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR;
     let pd = pd_id(qp.pd::<RiwDevice>());
-    let region = || RiwMr::lookup(dev, sqe.rkey).ok_or(PROT_ERR);
     match u32::from(sqe.opcode) {
         uapi::siw_opcode_SIW_OP_INVAL_STAG => Some(if RiwMr::invalidate(dev, sqe.rkey, pd) {
             Ok(())
@@ -636,13 +635,15 @@ fn local_operation(
             Err(PROT_ERR)
         }),
         // Only a kernel consumer's QP has a fast-registration region in its domain.
-        uapi::siw_opcode_SIW_OP_REG_MR => Some(region().and_then(|r| {
-            r.register(
-                sqe.rkey,
-                pd,
-                u32::try_from(sqe.access()).unwrap_or(u32::MAX),
-            )
-        })),
+        uapi::siw_opcode_SIW_OP_REG_MR => {
+            Some(RiwMr::lookup(dev, sqe.rkey).ok_or(PROT_ERR).and_then(|r| {
+                r.register(
+                    sqe.rkey,
+                    pd,
+                    u32::try_from(sqe.access()).unwrap_or(u32::MAX),
+                )
+            }))
+        }
         _ => None,
     }
 }
