@@ -450,14 +450,15 @@ impl Endpoint {
                 let mss = g.socket.as_ref().map_or(536, |s| s.mss());
                 Sender::new(settled.crc, mss).and_then(|tx| {
                     let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
+                    let reads = Reads::new(ord, ird, RiwQp::send_depth(&qp))?;
                     RiwQp::enter_rts(&qp, ep.clone(), ord, ird)?;
-                    Ok((n, settled, tx))
+                    Ok((n, settled, tx, reads))
                 })
             }
             // Parameters the request cannot meet (no matching ready-to-receive).
             _ => Err(ECONNREFUSED()),
         };
-        let (n, settled, tx) = match accepted {
+        let (n, settled, tx, reads) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 let _ = ep.send_reject(g, &[]);
@@ -467,11 +468,7 @@ impl Endpoint {
         };
         let conn = Connection {
             tx,
-            reads: Reads::new(
-                u32::from(settled.ord),
-                u32::from(settled.ird),
-                RiwQp::send_depth(&qp),
-            ),
+            reads,
             negotiated: settled,
             tx_held: settled.rtr.is_some(),
             draining: false,
@@ -756,22 +753,18 @@ impl Endpoint {
         let Some(qp) = g.qp.clone() else {
             return;
         };
-        if let Err(e) = RiwQp::enter_rts(
-            &qp,
-            self.clone(),
-            u32::from(settled.ord),
-            u32::from(settled.ird),
-        ) {
+        let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
+        let reads = match Reads::new(ord, ird, RiwQp::send_depth(&qp)) {
+            Ok(reads) => reads,
+            Err(e) => return self.connect_failed(g, e, pd),
+        };
+        if let Err(e) = RiwQp::enter_rts(&qp, self.clone(), ord, ird) {
             return self.connect_failed(g, e, pd);
         }
         g.rx.start_fpdus(settled.crc, None);
         let mut conn = Connection {
             tx,
-            reads: Reads::new(
-                u32::from(settled.ord),
-                u32::from(settled.ird),
-                RiwQp::send_depth(&qp),
-            ),
+            reads,
             negotiated: settled,
             tx_held: false,
             draining: false,

@@ -34,6 +34,17 @@ impl<T> Ring<T> {
         }
     }
 
+    /// An empty queue of `limit` items with its storage allocated now, so that it never
+    /// allocates again.
+    pub(crate) fn with_storage(limit: usize) -> Result<Self> {
+        let mut ring = Self::new(limit);
+        ring.slots = KVec::with_capacity(limit, GFP_KERNEL)?;
+        for _ in 0..limit {
+            ring.slots.push(None, GFP_KERNEL)?;
+        }
+        Ok(ring)
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -174,16 +185,17 @@ pub(crate) struct Reads {
 
 impl Reads {
     /// A connection's Read state, for the negotiated `ord` and `ird`, on a QP with
-    /// `sq_depth` send queue entries.
-    pub(crate) fn new(ord: u32, ird: u32, sq_depth: u32) -> Self {
-        Self {
+    /// `sq_depth` send queue entries. The queue of Read Requests is allocated whole: the
+    /// receiver queues into it without allocating.
+    pub(crate) fn new(ord: u32, ird: u32, sq_depth: u32) -> Result<Self> {
+        Ok(Self {
             pending: Ring::new(sq_depth as usize),
             waiting: 0,
             ord,
-            requests: Ring::new(ird as usize),
+            requests: Ring::with_storage(ird as usize)?,
             responding: false,
             ird,
-        }
+        })
     }
 
     /// Whether nothing waits: no Read for a response, no request for its answer.

@@ -101,7 +101,7 @@ impl core::fmt::Display for Why {
 }
 
 /// One receive buffer element, checked.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Target {
     region: Option<Arc<MemRegion>>,
     addr: u64,
@@ -117,7 +117,10 @@ struct Sink {
 /// The receive buffer of the message being placed.
 struct Message {
     wr_id: u64,
-    targets: KVec<Target>,
+    /// The buffer's non-empty elements, the first `elements` of `targets`: a fixed
+    /// array, so that taking a receive allocates nothing.
+    targets: [Target; uapi::SIW_MAX_SGE as usize],
+    elements: usize,
     capacity: u64,
     /// Bytes placed so far (the highest message offset reached).
     placed: u64,
@@ -590,7 +593,8 @@ impl Placer<'_> {
         let n = usize::from(rqe.num_sge);
         let mut m = Message {
             wr_id: rqe.id,
-            targets: KVec::new(),
+            targets: Default::default(),
+            elements: 0,
             capacity: 0,
             placed: 0,
             bad_buffer: n > uapi::SIW_MAX_SGE as usize,
@@ -619,8 +623,12 @@ impl Placer<'_> {
                 addr: sge.laddr,
                 len: sge.length,
             };
-            if m.targets.push(target, GFP_KERNEL).is_err() {
-                m.bad_buffer = true;
+            match m.targets.get_mut(m.elements) {
+                Some(slot) => {
+                    *slot = target;
+                    m.elements += 1;
+                }
+                None => m.bad_buffer = true,
             }
             m.capacity += u64::from(sge.length);
         }
@@ -688,7 +696,8 @@ impl Placer<'_> {
             return Ok(());
         };
         let at = u64::from(mo) + u64::from(offset);
-        if place(&m.targets, at, data).is_err() {
+        let targets = m.targets.get(..m.elements).unwrap_or_default();
+        if place(targets, at, data).is_err() {
             return Err(self.fail_receive(
                 uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR,
                 TermCause::RDMAP_LOCAL_CATASTROPHIC,
