@@ -152,16 +152,77 @@ void riw_xa_unlock(struct xarray *xa)
 	xa_unlock_bh(xa);
 }
 
-struct ib_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
-			     int access, int *err)
-{
-	struct ib_umem *umem = ib_umem_get(dev, addr, size, access);
+/*
+ * Pinned user memory. ib_umem_release() may sleep, and the data path can drop the last
+ * reference to a region where it must not (in softirq, under a _bh spinlock): the release
+ * then goes to a work item, prepared here so that it cannot fail later.
+ */
+struct riw_umem {
+	struct ib_umem *umem;
+	struct work_struct release;
+};
 
-	if (IS_ERR(umem)) {
-		*err = PTR_ERR(umem);
+static struct workqueue_struct *riw_release_wq;
+
+int riw_release_init(void)
+{
+	riw_release_wq = alloc_workqueue("riw_release", WQ_UNBOUND, 0);
+	return riw_release_wq ? 0 : -ENOMEM;
+}
+
+/* Runs the releases still queued; called once no region can be dropped any more. */
+void riw_release_exit(void)
+{
+	destroy_workqueue(riw_release_wq);
+	riw_release_wq = NULL;
+}
+
+static void riw_umem_release_work(struct work_struct *work)
+{
+	struct riw_umem *mem = container_of(work, struct riw_umem, release);
+
+	ib_umem_release(mem->umem);
+	kfree(mem);
+}
+
+struct riw_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
+			      int access, int *err)
+{
+	struct riw_umem *mem = kmalloc(sizeof(*mem), GFP_KERNEL);
+
+	if (!mem) {
+		*err = -ENOMEM;
 		return NULL;
 	}
-	return umem;
+	mem->umem = ib_umem_get(dev, addr, size, access);
+	if (IS_ERR(mem->umem)) {
+		*err = PTR_ERR(mem->umem);
+		kfree(mem);
+		return NULL;
+	}
+	INIT_WORK(&mem->release, riw_umem_release_work);
+	return mem;
+}
+
+/*
+ * Releases now if this context may sleep, else from the work queue. Without
+ * CONFIG_PREEMPT_COUNT a plain spinlock does not show; riw holds regions in atomic
+ * context only in softirq or under _bh spinlocks, which in_softirq() sees anyway.
+ */
+void riw_umem_put(struct riw_umem *mem)
+{
+	bool may_sleep = in_task() && !in_softirq() && !irqs_disabled() &&
+			 (!IS_ENABLED(CONFIG_PREEMPT_COUNT) || preemptible());
+
+	if (may_sleep)
+		riw_umem_release_work(&mem->release);
+	else
+		queue_work(riw_release_wq, &mem->release);
+}
+
+int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len)
+{
+	return ib_umem_copy_from(dst, mem->umem, offset, len);
 }
 
 void *riw_xa_find(struct xarray *xa, unsigned long *index)
@@ -469,8 +530,9 @@ void riw_init_completion(struct completion *done)
 	init_completion(done);
 }
 
-int riw_umem_copy_to(struct ib_umem *umem, size_t offset, const void *src, size_t len)
+int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len)
 {
+	struct ib_umem *umem = mem->umem;
 	size_t done;
 
 	if (offset > umem->length || len > umem->length - offset)

@@ -38,8 +38,14 @@ void *riw_xa_find(struct xarray *xa, unsigned long *index);
 void *riw_xa_erase(struct xarray *xa, unsigned long index);
 int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
 void riw_xa_unlock(struct xarray *xa);
-struct ib_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
-			     int access, int *err);
+/* Pinned user memory, released with riw_umem_put() from any context. */
+struct riw_umem;
+int riw_release_init(void);
+void riw_release_exit(void);
+struct riw_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
+			      int access, int *err);
+void riw_umem_put(struct riw_umem *mem);
+int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len);
 int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset);
 
@@ -105,5 +111,5 @@ unsigned long riw_jiffies(void);
 void riw_init_completion(struct completion *done);
 
 /* Copies into pinned user memory. */
-int riw_umem_copy_to(struct ib_umem *umem, size_t offset, const void *src, size_t len);
+int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len);
 #endif

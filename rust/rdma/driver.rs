@@ -104,9 +104,18 @@ impl<T: DeviceOps> Driver<T> {
                 Ordering::Acquire,
             )
             .map_err(|_| EBUSY)?;
+        // SAFETY: Once, for the registered driver; its drop undoes it (as does a failure
+        // below).
+        let ret = unsafe { bindings::riw_release_init() };
+        if ret != 0 {
+            DRIVER.store(core::ptr::null_mut(), Ordering::Release);
+            return Err(Error::from_errno(ret));
+        }
         // SAFETY: The notifier block is pinned in `driver` and unregistered in its drop.
         let ret = unsafe { bindings::register_netdevice_notifier(driver.netdev_notifier.get()) };
         if ret != 0 {
+            // SAFETY: Set up above; nothing used it yet.
+            unsafe { bindings::riw_release_exit() };
             DRIVER.store(core::ptr::null_mut(), Ordering::Release);
             return Err(Error::from_errno(ret));
         }
@@ -216,6 +225,9 @@ impl<T: DeviceOps> PinnedDrop for Driver<T> {
         // SAFETY: Registered in `register`; this waits for running notifier calls.
         unsafe { bindings::unregister_netdevice_notifier(self.netdev_notifier.get()) };
         self.unregister_all_devices();
+        // SAFETY: Set up in `register`; with the devices gone, no region is left to drop,
+        // and this runs the releases still queued.
+        unsafe { bindings::riw_release_exit() };
         DRIVER.store(core::ptr::null_mut(), Ordering::Release);
     }
 }

@@ -36,13 +36,14 @@ pub mod access {
     pub const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 }
 
-/// User memory pinned for a memory region (`struct ib_umem`).
+/// User memory pinned for a memory region (`struct ib_umem`). It may be dropped in any
+/// context: where sleeping is not allowed, the release goes to a work item.
 ///
 /// # Invariants
 ///
-/// `umem` is a live umem from `ib_umem_get`, released on drop.
+/// `mem` is a live umem from `riw_umem_get`, released on drop.
 pub struct UserMemory {
-    umem: NonNull<bindings::ib_umem>,
+    mem: NonNull<bindings::riw_umem>,
 }
 
 // SAFETY: A umem is plain pinned pages, usable from any thread.
@@ -60,7 +61,7 @@ impl UserMemory {
             bindings::riw_umem_get(dev.as_raw(), addr as _, len, access as c_int, &mut err)
         };
         NonNull::new(umem)
-            .map(|umem| Self { umem })
+            .map(|mem| Self { mem })
             .ok_or_else(|| Error::from_errno(err))
     }
 }
@@ -71,9 +72,9 @@ impl UserMemory {
         // SAFETY: A live umem (type invariant); the copy checks the range against its
         // length and goes through the pinned pages, never through the user mapping.
         let ret = unsafe {
-            bindings::ib_umem_copy_from(
+            bindings::riw_umem_copy_from(
                 dst.as_mut_ptr().cast(),
-                self.umem.as_ptr(),
+                self.mem.as_ptr(),
                 offset,
                 dst.len(),
             )
@@ -88,7 +89,7 @@ impl UserMemory {
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
         // SAFETY: As for `read`.
         let ret = unsafe {
-            bindings::riw_umem_copy_to(self.umem.as_ptr(), offset, src.as_ptr().cast(), src.len())
+            bindings::riw_umem_copy_to(self.mem.as_ptr(), offset, src.as_ptr().cast(), src.len())
         };
         if ret != 0 {
             return Err(Error::from_errno(ret));
@@ -140,8 +141,9 @@ impl DmaMemory {
 
 impl Drop for UserMemory {
     fn drop(&mut self) {
-        // SAFETY: From `ib_umem_get`, released once.
-        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+        // SAFETY: From `riw_umem_get`, released once; `riw_umem_put` defers the release
+        // when this context may not sleep.
+        unsafe { bindings::riw_umem_put(self.mem.as_ptr()) };
     }
 }
 
