@@ -338,9 +338,8 @@ static size_t riw_read_run(struct riw_sock_reader *reader, const u8 *data, size_
 
 /*
  * Hands the reader `len` bytes of `skb` from `offset`, one contiguous run at a time: the
- * linear part, each page of each fragment, then the skbs of the fragment list. Pages are
- * mapped with kmap_local_page(), which keeps the context as it was (skb_seq_read() maps
- * with kmap_atomic()): the reader places payload and may sleep. Returns the bytes taken.
+ * linear part, each page of each fragment, then the skbs of the fragment list, each page
+ * mapped with kmap_local_page() for its run. Returns the bytes taken.
  */
 static size_t riw_skb_walk(struct riw_sock_reader *reader, const struct sk_buff *skb,
 			   unsigned int offset, size_t len, bool *stopped)
@@ -410,14 +409,12 @@ static int riw_sock_read_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	return taken;
 }
 
-int riw_sock_read(struct socket *sock, riw_sock_chunk_fn fn, void *ctx)
+int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx)
 {
 	struct riw_sock_reader reader = { .fn = fn, .ctx = ctx };
 	read_descriptor_t desc = { .count = 1, .arg.data = &reader };
-	struct sock *sk = sock->sk;
 	int ret;
 
-	lock_sock(sk);
 	ret = tcp_read_sock(sk, &desc, riw_sock_read_actor);
 	/* Nothing taken and the reader did not stop it: empty, at its end, or failed. */
 	if (ret == 0 && desc.count) {
@@ -426,8 +423,27 @@ int riw_sock_read(struct socket *sock, riw_sock_chunk_fn fn, void *ctx)
 				  skb_queue_empty(&sk->sk_receive_queue)))
 			ret = -EAGAIN;
 	}
-	release_sock(sk);
 	return ret;
+}
+
+void riw_sock_lock(struct socket *sock)
+{
+	lock_sock(sock->sk);
+}
+
+void riw_sock_unlock(struct socket *sock)
+{
+	release_sock(sock->sk);
+}
+
+/*
+ * Whether the context of a data-ready callback holds the socket's lock: TCP calls
+ * sk_data_ready in softirq under the socket's spinlock when no task owns the socket, and
+ * in the owning task itself when it processes the socket's backlog in release_sock().
+ */
+bool riw_sock_callback_locked(struct sock *sk)
+{
+	return !sock_owned_by_user_nocheck(sk) || in_task();
 }
 
 int riw_sock_recv(struct socket *sock, void *buf, size_t len)

@@ -87,7 +87,10 @@ int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more);
  * used; fewer than `len` stops the read there.
  */
 typedef size_t (*riw_sock_chunk_fn)(void *ctx, const u8 *data, size_t len);
-int riw_sock_read(struct socket *sock, riw_sock_chunk_fn fn, void *ctx);
+int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx);
+void riw_sock_lock(struct socket *sock);
+void riw_sock_unlock(struct socket *sock);
+bool riw_sock_callback_locked(struct sock *sk);
 int riw_sock_recv(struct socket *sock, void *buf, size_t len);
 unsigned int riw_sock_mss(struct socket *sock);
 void riw_sock_setup(struct socket *sock);

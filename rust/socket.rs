@@ -201,9 +201,52 @@ pub enum SocketEvent {
 }
 
 /// A handler of socket callbacks. Called in softirq context or from a socket's backlog
-/// processing, in an RCU read section: it must not sleep and should only schedule work.
+/// processing, in an RCU read section: it must not sleep.
 pub trait SocketHandler: Send + Sync + 'static {
     fn socket_event(this: &Arc<Self>, event: SocketEvent);
+
+    /// Data arrived on a connected socket. `sock` is the socket, locked, if this context
+    /// may read it: in softirq under the socket's spinlock, or in the task that owns the
+    /// socket as it processes the socket's backlog (`release_sock`; that task may be
+    /// anywhere in the handler's own code that sends or locks the socket, so this must
+    /// not wait for anything held there). By default, the event goes to `socket_event`.
+    fn data_ready(this: &Arc<Self>, sock: Option<&LockedSocket<'_>>) {
+        let _ = sock;
+        Self::socket_event(this, SocketEvent::DataReady);
+    }
+}
+
+/// A TCP socket whose lock the holder has: inside `TcpStream::with_lock`, or in a
+/// data-ready callback (in softirq under the socket's spinlock, or in the owning task's
+/// backlog processing). Reading it here is what `tcp_read_sock` asks for.
+///
+/// # Invariants
+///
+/// `sk` is a live TCP socket, locked (as above) for `'a`.
+pub struct LockedSocket<'a> {
+    sk: *mut bindings::sock,
+    _locked: PhantomData<&'a ()>,
+}
+
+impl LockedSocket<'_> {
+    /// Reads what is there in place, without blocking: hands each contiguous run of
+    /// received bytes, straight from the socket's buffers, to `reader`, which returns how
+    /// many it used; using fewer stops the read there, the rest staying for the next one.
+    /// Returns the bytes used: 0 at end of stream (unless `reader` stopped at once),
+    /// EAGAIN if nothing is there yet. `reader` runs under the socket's lock, and in
+    /// softirq context from a callback: it must not sleep, nor use the socket.
+    pub fn read_in_place(&self, reader: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+        let mut reader = reader;
+        let ctx: *mut &mut dyn FnMut(&[u8]) -> usize = &mut reader;
+        // SAFETY: A live, locked TCP socket (type invariant); `ctx` points to `reader`,
+        // alive and not otherwise used for the call, which is the only time `read_chunk`
+        // runs with it.
+        let ret = unsafe { bindings::riw_sock_read_locked(self.sk, Some(read_chunk), ctx.cast()) };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(ret as usize)
+    }
 }
 
 /// An owned kernel socket (`struct socket`), released on drop.
@@ -312,8 +355,28 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     }
 
     unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
-        // SAFETY: Called by the socket layer on a live socket.
-        unsafe { Self::dispatch(sk, SocketEvent::DataReady) }
+        if LISTENER {
+            // SAFETY: Called by the socket layer on a live socket.
+            return unsafe { Self::dispatch(sk, SocketEvent::DataReady) };
+        }
+        // SAFETY: As above; the RCU read section is entered here and left below.
+        let data = unsafe { bindings::riw_sock_callback_begin(sk) };
+        if !data.is_null() {
+            // SAFETY: Non-NULL in the RCU read section: the reference `install` stored
+            // for this handler type, dropped by `uninstall` only after a grace period.
+            let handler = core::mem::ManuallyDrop::new(unsafe { Arc::from_raw(data.cast::<H>()) });
+            // SAFETY: A live socket, in its data-ready callback.
+            let is_locked = unsafe { bindings::riw_sock_callback_locked(sk) };
+            // INVARIANT: If `is_locked`, this context holds the socket's lock for the
+            // call (see `riw_sock_callback_locked`); only then is it handed out.
+            let locked = LockedSocket {
+                sk,
+                _locked: PhantomData,
+            };
+            H::data_ready(&handler, is_locked.then_some(&locked));
+        }
+        // SAFETY: Pairs with `riw_sock_callback_begin`.
+        unsafe { bindings::riw_sock_callback_end(sk) };
     }
 
     unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
@@ -466,24 +529,22 @@ impl<H: SocketHandler> TcpStream<H> {
         Ok(ret as usize)
     }
 
-    /// Reads what is there in place, without blocking: hands each contiguous run of
-    /// received bytes, straight from the socket's buffers, to `reader`, which returns how
-    /// many it used; using fewer stops the read there, the rest staying for the next one.
-    /// Returns the bytes used: 0 at end of stream (unless `reader` stopped at once),
-    /// EAGAIN if nothing is there yet. `reader` runs in the caller's context, under the
-    /// socket's lock (`lock_sock`): it may sleep, and must not use the socket.
-    pub fn read_in_place(&self, reader: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
-        let mut reader = reader;
-        let ctx: *mut &mut dyn FnMut(&[u8]) -> usize = &mut reader;
-        // SAFETY: A live socket; `ctx` points to `reader`, alive and not otherwise used
-        // for the call, which is the only time `read_chunk` runs with it.
-        let ret = unsafe {
-            bindings::riw_sock_read(self.sock.sock.as_ptr(), Some(read_chunk), ctx.cast())
+    /// Runs `f` with the socket locked (`lock_sock`); `f` must not use the socket other
+    /// than through the `LockedSocket` (sending would lock it again). Data that arrives
+    /// meanwhile is processed when the lock goes, in this context.
+    pub fn with_lock<R>(&self, f: impl FnOnce(&LockedSocket<'_>) -> R) -> R {
+        let sock = self.sock.sock.as_ptr();
+        // SAFETY: A live socket; unlocked below, on the same task.
+        unsafe { bindings::riw_sock_lock(sock) };
+        // INVARIANT: Locked until after `f` returns, and `f` cannot keep the reference.
+        let locked = LockedSocket {
+            sk: self.sock.sk(),
+            _locked: PhantomData,
         };
-        if ret < 0 {
-            return Err(Error::from_errno(ret));
-        }
-        Ok(ret as usize)
+        let result = f(&locked);
+        // SAFETY: Locked above, by this task.
+        unsafe { bindings::riw_sock_unlock(sock) };
+        result
     }
 
     /// Makes the close that dropping the socket does an abortive one (RST).
@@ -567,7 +628,8 @@ pub fn ratelimit() -> bool {
     unsafe { bindings::net_ratelimit() != 0 }
 }
 
-/// Hands one run of bytes of `riw_sock_read` to the reader of `TcpStream::read_in_place`.
+/// Hands one run of bytes of `riw_sock_read_locked` to the reader of
+/// `LockedSocket::read_in_place`.
 ///
 /// # Safety
 ///

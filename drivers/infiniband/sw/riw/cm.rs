@@ -22,8 +22,10 @@ use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ETIMEDOUT};
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{CmEvent, CmEventKind, CmId, ConnParam, Device, DeviceRef, QpRef};
 use crate::kernel_ext::socket::{
-    ratelimit, SocketAddr, SocketEvent, SocketHandler, TcpListener, TcpState, TcpStream,
+    ratelimit, LockedSocket, SocketAddr, SocketEvent, SocketHandler, TcpListener, TcpState,
+    TcpStream,
 };
+use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
 use crate::proto::mpa::{
     MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_IRD_ORD, MPA_MAX_PRIVATE_DATA,
@@ -34,7 +36,7 @@ use crate::proto::{
 };
 use crate::qp::RiwQp;
 use crate::reads::Reads;
-use crate::rx::{Receiver, RxEnd};
+use crate::rx::{Inbound, MpaInput, RxEnd};
 use crate::tx::{Sender, TxEnd};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
@@ -44,6 +46,9 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 const MPA_TIMEOUT_MS: u32 = 10_000;
 /// FPDUs a connection handles per direction before it lets other work run.
 const BUDGET: u32 = 64;
+/// FPDUs the socket callback receives at a time, in softirq context; the work item takes
+/// over beyond that.
+const CALLBACK_BUDGET: u32 = 16;
 /// Private data the iw_cm event can carry (its length is a `u8`).
 const MAX_EVENT_PRIVATE_DATA: usize = 255;
 
@@ -96,12 +101,15 @@ pub(crate) struct Endpoint {
     work: DelayedWork<Endpoint>,
     #[pin]
     inner: Mutex<EpInner>,
+    /// Receive state, shared with the socket callback (see `Inbound`); taken after
+    /// `inner` and the socket's lock, never while sending.
+    #[pin]
+    inbound: SpinLockBh<Inbound>,
 }
 
 /// The established data path.
 struct Connection {
     tx: Sender,
-    reads: Reads,
     negotiated: Negotiated,
     /// Peer-to-peer responder: nothing may be sent before the peer's ready-to-receive.
     tx_held: bool,
@@ -122,7 +130,7 @@ struct EpInner {
     out: [u8; MPA_MAX_FRAME_LEN],
     out_len: usize,
     out_sent: usize,
-    rx: Receiver,
+    mpa_in: MpaInput,
     conn: Option<Connection>,
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
@@ -272,6 +280,12 @@ impl SocketHandler for Endpoint {
     fn socket_event(this: &Arc<Self>, _event: SocketEvent) {
         this.kick();
     }
+
+    fn data_ready(this: &Arc<Self>, sock: Option<&LockedSocket<'_>>) {
+        if !sock.is_some_and(|sock| this.receive_now(sock)) {
+            this.kick();
+        }
+    }
 }
 
 impl DelayedWorkItem for Endpoint {
@@ -296,7 +310,7 @@ impl Endpoint {
         config: MpaConfig,
     ) -> Result<Arc<Self>> {
         let dev_ref = dev.try_ref().ok_or(ENODEV)?;
-        let rx = Receiver::new()?;
+        let mpa_in = MpaInput::new()?;
         let parser = KBox::new(
             MpaFrameParser::new(if listener.is_some() {
                 FrameKind::Request
@@ -324,7 +338,7 @@ impl Endpoint {
                         out: [0; MPA_MAX_FRAME_LEN],
                         out_len: 0,
                         out_sent: 0,
-                        rx,
+                        mpa_in,
                         conn: None,
                         local: None,
                         remote: None,
@@ -334,6 +348,7 @@ impl Endpoint {
                     },
                     "riw_endpoint"
                 ),
+                inbound <- new_spinlock_bh!(Inbound::new(), "riw_inbound"),
             }),
             GFP_KERNEL,
         )?;
@@ -468,7 +483,6 @@ impl Endpoint {
         };
         let conn = Connection {
             tx,
-            reads,
             negotiated: settled,
             tx_held: settled.rtr.is_some(),
             draining: false,
@@ -478,7 +492,7 @@ impl Endpoint {
         g.out_len = n;
         g.out_sent = 0;
         ep.flush_out(g);
-        g.rx.start_fpdus(settled.crc, settled.rtr);
+        ep.start_fpdus(g, reads, settled.crc, settled.rtr);
         g.conn = Some(conn);
         g.qp = Some(qp);
         g.cm_id = Some(cm_id);
@@ -609,12 +623,15 @@ impl Endpoint {
         }
         loop {
             let EpInner {
-                socket, rx, parser, ..
+                socket,
+                mpa_in,
+                parser,
+                ..
             } = &mut *g;
             let Some(sock) = socket.as_ref() else {
                 return;
             };
-            let progress = match rx.fill(sock) {
+            let progress = match mpa_in.fill(sock) {
                 Ok(None) => {
                     return self.refuse(g, "peer closed in the MPA exchange", ECONNRESET());
                 }
@@ -624,7 +641,7 @@ impl Endpoint {
             };
             match progress {
                 Ok(p) => {
-                    g.rx.consume(p.consumed);
+                    g.mpa_in.consume(p.consumed);
                     if p.complete {
                         break;
                     }
@@ -761,10 +778,9 @@ impl Endpoint {
         if let Err(e) = RiwQp::enter_rts(&qp, self.clone(), ord, ird) {
             return self.connect_failed(g, e, pd);
         }
-        g.rx.start_fpdus(settled.crc, None);
+        self.start_fpdus(g, reads, settled.crc, None);
         let mut conn = Connection {
             tx,
-            reads,
             negotiated: settled,
             tx_held: false,
             draining: false,
@@ -838,15 +854,60 @@ impl Endpoint {
         }
     }
 
+    /// The MPA exchange is over: the receiver takes FPDUs, what the MPA input holds
+    /// first. The work item receives first (`established`); the socket callback only
+    /// after it (and so after the connection was reported up).
+    fn start_fpdus(&self, g: &mut EpInner, reads: Reads, crc: bool, rtr: Option<RtrMode>) {
+        let input = g.mpa_in.take();
+        let mut inbound = self.inbound.lock();
+        inbound.reads = reads;
+        inbound.outcome = None;
+        inbound.rx.start_fpdus(crc, rtr, input);
+    }
+
+    /// Data arrived, and this context may read the socket (its callback, in softirq, with
+    /// TCP holding the socket's lock): places it now, which saves the work item's wake-up
+    /// on every message. Returns false if the work item is wanted: FPDUs are not
+    /// received yet, the connection must end, more data waits, or the sender has
+    /// something to do (a Read to answer, work a Read held back, the ready-to-receive
+    /// message came).
+    fn receive_now(&self, sock: &LockedSocket<'_>) -> bool {
+        let mut inbound = self.inbound.lock();
+        if inbound.qp.is_none() || inbound.outcome.is_some() {
+            return false;
+        }
+        match inbound.receive(sock, &self.dev, CALLBACK_BUDGET) {
+            RxEnd::Idle => !inbound.reads.take_sender_wanted() && !inbound.rx.rtr_pending(),
+            RxEnd::Budget => false,
+            end => {
+                inbound.outcome = Some(end);
+                false
+            }
+        }
+    }
+
     fn established(self: &Arc<Self>, g: &mut EpInner) {
         let Some(qp) = g.qp.clone() else {
             return;
         };
-        let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) else {
+        let (Some(sock), true) = (g.socket.as_ref(), g.conn.is_some()) else {
             return;
         };
-        let rx_end = g.rx.run(sock, &self.dev, &qp, &mut conn.reads, BUDGET);
-        if g.rx.take_rtr() {
+        let (rx_end, rtr) = sock.with_lock(|sock| {
+            let mut inbound = self.inbound.lock();
+            let end = match inbound.outcome.take() {
+                Some(end) => end,
+                None => {
+                    if inbound.qp.is_none() {
+                        inbound.qp = Some(qp.clone());
+                    }
+                    inbound.receive(sock, &self.dev, BUDGET)
+                }
+            };
+            inbound.reads.take_sender_wanted();
+            (end, inbound.rx.take_rtr())
+        });
+        if rtr {
             if let Some(conn) = g.conn.as_mut() {
                 conn.tx_held = false;
             }
@@ -893,9 +954,9 @@ impl Endpoint {
         if conn.tx_held {
             return;
         }
-        match conn.tx.run(sock, &self.dev, qp, &mut conn.reads, BUDGET) {
+        match conn.tx.run(sock, &self.dev, qp, &self.inbound, BUDGET) {
             TxEnd::Idle => {
-                if conn.draining && conn.tx.is_idle() && conn.reads.is_idle() {
+                if conn.draining && conn.tx.is_idle() && self.inbound.lock().reads.is_idle() {
                     self.end(g, false, 0, None);
                 }
             }
@@ -963,10 +1024,21 @@ impl Endpoint {
             // Work the engine took from the queues completes before what is left in them.
             if RiwQp::is_bound_to(&qp, self) {
                 if let Some(conn) = g.conn.as_mut() {
-                    conn.tx.flush(&qp, &mut conn.reads);
+                    conn.tx.flush(&qp, &self.inbound);
                 }
-                g.rx.flush(&qp);
+                self.inbound.lock().rx.flush(&qp);
             }
+            // Receiving ends with the connection; what it held goes (here, where dropping
+            // may sleep).
+            let (reads, qp_ref) = {
+                let mut inbound = self.inbound.lock();
+                inbound.outcome = None;
+                (
+                    core::mem::replace(&mut inbound.reads, Reads::none()),
+                    inbound.qp.take(),
+                )
+            };
+            drop((reads, qp_ref));
             // Our own reference comes back from the QP; dropped here, it is not the last.
             drop(RiwQp::connection_lost(&self.dev, &qp, self));
         }

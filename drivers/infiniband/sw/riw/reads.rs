@@ -15,34 +15,36 @@ use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// A bounded first-in first-out queue whose storage grows as it fills.
+/// A bounded first-in first-out queue, its storage allocated up front: the receiver and
+/// the sender use it under a spinlock, where nothing may allocate.
 pub(crate) struct Ring<T> {
-    slots: KVec<Option<T>>,
+    slots: KVVec<Option<T>>,
     head: usize,
     len: usize,
-    limit: usize,
 }
 
 impl<T> Ring<T> {
-    /// An empty queue that holds at most `limit` items.
-    pub(crate) fn new(limit: usize) -> Self {
+    /// A queue that holds nothing.
+    pub(crate) fn empty() -> Self {
         Self {
-            slots: KVec::new(),
+            slots: KVVec::new(),
             head: 0,
             len: 0,
-            limit,
         }
     }
 
-    /// An empty queue of `limit` items with its storage allocated now, so that it never
-    /// allocates again.
-    pub(crate) fn with_storage(limit: usize) -> Result<Self> {
-        let mut ring = Self::new(limit);
-        ring.slots = KVec::with_capacity(limit, GFP_KERNEL)?;
+    /// An empty queue of at most `limit` items.
+    pub(crate) fn new(limit: usize) -> Result<Self> {
+        let mut slots = KVVec::with_capacity(limit, GFP_KERNEL)?;
         for _ in 0..limit {
-            ring.slots.push(None, GFP_KERNEL)?;
+            // Cannot fail: the capacity is there.
+            slots.push(None, GFP_KERNEL)?;
         }
-        Ok(ring)
+        Ok(Self {
+            slots,
+            head: 0,
+            len: 0,
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -54,29 +56,12 @@ impl<T> Ring<T> {
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        self.len >= self.limit
+        self.len >= self.slots.len()
     }
 
-    fn grow(&mut self) -> Result {
-        let capacity = (self.slots.len() * 2).max(8).min(self.limit);
-        let mut slots = KVec::with_capacity(capacity, GFP_KERNEL)?;
-        while let Some(item) = self.pop_front() {
-            // Cannot fail: the capacity is there.
-            slots.push(Some(item), GFP_KERNEL)?;
-        }
-        let len = slots.len();
-        while slots.len() < capacity {
-            slots.push(None, GFP_KERNEL)?;
-        }
-        self.slots = slots;
-        self.head = 0;
-        self.len = len;
-        Ok(())
-    }
-
-    /// Appends `item`; gives it back if the queue is full or cannot grow.
+    /// Appends `item`; gives it back if the queue is full.
     pub(crate) fn push_back(&mut self, item: T) -> core::result::Result<(), T> {
-        if self.is_full() || (self.len == self.slots.len() && self.grow().is_err()) {
+        if self.is_full() {
             return Err(item);
         }
         let at = (self.head + self.len) % self.slots.len();
@@ -181,20 +166,36 @@ pub(crate) struct Reads {
     responding: bool,
     /// Read Requests the peer may have outstanding (IRD).
     ird: u32,
+    /// The receiver changed what the sender may do: a Read Request came, or a Read's
+    /// response (letting held send work go).
+    sender_wanted: bool,
 }
 
 impl Reads {
+    /// The Read state of no connection: no Reads either way.
+    pub(crate) fn none() -> Self {
+        Self {
+            pending: Ring::empty(),
+            waiting: 0,
+            ord: 0,
+            requests: Ring::empty(),
+            responding: false,
+            ird: 0,
+            sender_wanted: false,
+        }
+    }
+
     /// A connection's Read state, for the negotiated `ord` and `ird`, on a QP with
-    /// `sq_depth` send queue entries. The queue of Read Requests is allocated whole: the
-    /// receiver queues into it without allocating.
+    /// `sq_depth` send queue entries.
     pub(crate) fn new(ord: u32, ird: u32, sq_depth: u32) -> Result<Self> {
         Ok(Self {
-            pending: Ring::new(sq_depth as usize),
+            pending: Ring::new(sq_depth as usize)?,
             waiting: 0,
             ord,
-            requests: Ring::with_storage(ird as usize)?,
+            requests: Ring::new(ird as usize)?,
             responding: false,
             ird,
+            sender_wanted: false,
         })
     }
 
@@ -252,6 +253,7 @@ impl Reads {
     /// A Read with local invalidate invalidates its sink first: a completion the consumer
     /// sees finds it invalid (it registers the region again at once).
     pub(crate) fn read_done(&mut self, qp: &Qp<RiwDevice>) {
+        self.sender_wanted = true;
         if let Some(p) = self.pending.pop_front() {
             self.waiting = self.waiting.saturating_sub(1);
             let invalidates = u32::from(p.work.opcode) == uapi::siw_opcode_SIW_OP_READ_LOCAL_INV;
@@ -275,6 +277,11 @@ impl Reads {
         }
     }
 
+    /// Whether the receiver changed what the sender may do since this was last asked.
+    pub(crate) fn take_sender_wanted(&mut self) -> bool {
+        core::mem::take(&mut self.sender_wanted)
+    }
+
     /// Whether one more Read Request may be queued (IRD).
     pub(crate) fn may_accept_request(&self) -> bool {
         self.requests.len() + usize::from(self.responding) < self.ird as usize
@@ -285,6 +292,7 @@ impl Reads {
         if !self.may_accept_request() {
             return Err(ENOSPC);
         }
+        self.sender_wanted = true;
         self.requests.push_back(request).map_err(|_| ENOMEM)
     }
 

@@ -12,8 +12,8 @@
 use crate::cq::{Completion, RiwCq};
 use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
-use crate::kernel_ext::rdma::{access, Device, Qp};
-use crate::kernel_ext::socket::TcpStream;
+use crate::kernel_ext::rdma::{access, Device, Qp, QpRef};
+use crate::kernel_ext::socket::{LockedSocket, TcpStream};
 use crate::mr::{pd_id, Denied, MemRegion, RiwMr};
 use crate::proto::{
     Error as WireError, Opcode, Placement, RdmapHeader, RtrMode, RxConfig, RxEvent, RxHeader,
@@ -130,36 +130,20 @@ struct Message {
     invalidate: Option<u32>,
 }
 
-/// Receive state of a connection.
-pub(crate) struct Receiver {
-    /// What the socket gave during the MPA exchange (FPDUs may follow the last frame).
+/// Bytes read from the socket during the MPA exchange: frames, and FPDUs that may follow
+/// the last one.
+pub(crate) struct MpaInput {
     buf: KVVec<u8>,
     start: usize,
     end: usize,
-    parser: Option<StreamParser<KernelCrc32c>>,
-    /// The header of the FPDU being processed.
-    header: Option<RxHeader>,
-    message: Option<Message>,
-    /// The target of the tagged FPDU being received, if it carries payload.
-    sink: Option<Sink>,
-    /// Peer-to-peer mode, responder: the ready-to-receive message still expected.
-    rtr_expected: Option<RtrMode>,
-    rtr_received: bool,
 }
 
-impl Receiver {
+impl MpaInput {
     pub(crate) fn new() -> Result<Self> {
-        let buf = KVVec::from_elem(0u8, RX_BUF_LEN, GFP_KERNEL)?;
         Ok(Self {
-            buf,
+            buf: KVVec::from_elem(0u8, RX_BUF_LEN, GFP_KERNEL)?,
             start: 0,
             end: 0,
-            parser: None,
-            header: None,
-            message: None,
-            sink: None,
-            rtr_expected: None,
-            rtr_received: false,
         })
     }
 
@@ -187,13 +171,99 @@ impl Receiver {
         self.start = (self.start + n).min(self.end);
     }
 
-    /// The MPA exchange is over: FPDUs follow, with CRC or not.
-    pub(crate) fn start_fpdus(&mut self, crc: bool, rtr_expected: Option<RtrMode>) {
+    /// Hands the buffer over (to the receiver), leaving an empty one.
+    pub(crate) fn take(&mut self) -> Self {
+        core::mem::replace(
+            self,
+            Self {
+                buf: KVVec::new(),
+                start: 0,
+                end: 0,
+            },
+        )
+    }
+}
+
+/// What receiving shares between the contexts that do it (the work item, the socket's
+/// data-ready callback in softirq) and the sender, which takes `reads` briefly between
+/// messages: kept under a spinlock that keeps softirqs off. Nothing here sleeps or
+/// allocates.
+pub(crate) struct Inbound {
+    pub(crate) rx: Receiver,
+    pub(crate) reads: Reads,
+    /// The connection's QP, while FPDUs are received.
+    pub(crate) qp: Option<QpRef<RiwDevice>>,
+    /// What a receive in the callback stopped at, for the work item to act on.
+    pub(crate) outcome: Option<RxEnd>,
+}
+
+impl Inbound {
+    pub(crate) fn new() -> Self {
+        Self {
+            rx: Receiver::new(),
+            reads: Reads::none(),
+            qp: None,
+            outcome: None,
+        }
+    }
+
+    /// Receives and places what the socket holds, up to `budget` FPDUs; `Idle` if
+    /// FPDUs are not received (yet, or any more).
+    pub(crate) fn receive(
+        &mut self,
+        sock: &LockedSocket<'_>,
+        dev: &Device<RiwDevice>,
+        budget: u32,
+    ) -> RxEnd {
+        let Self { rx, reads, qp, .. } = self;
+        match qp.as_ref() {
+            Some(qp) => rx.run(sock, dev, qp, reads, budget),
+            None => RxEnd::Idle,
+        }
+    }
+}
+
+/// Receive state of a connection.
+pub(crate) struct Receiver {
+    /// What came in with the last MPA frame, received first.
+    input: Option<MpaInput>,
+    parser: Option<StreamParser<KernelCrc32c>>,
+    /// The header of the FPDU being processed.
+    header: Option<RxHeader>,
+    message: Option<Message>,
+    /// The target of the tagged FPDU being received, if it carries payload.
+    sink: Option<Sink>,
+    /// Peer-to-peer mode, responder: the ready-to-receive message still expected.
+    rtr_expected: Option<RtrMode>,
+    rtr_received: bool,
+}
+
+impl Receiver {
+    fn new() -> Self {
+        Self {
+            input: None,
+            parser: None,
+            header: None,
+            message: None,
+            sink: None,
+            rtr_expected: None,
+            rtr_received: false,
+        }
+    }
+
+    /// The MPA exchange is over: FPDUs follow, with CRC or not, `input` first.
+    pub(crate) fn start_fpdus(
+        &mut self,
+        crc: bool,
+        rtr_expected: Option<RtrMode>,
+        input: MpaInput,
+    ) {
         self.parser = Some(StreamParser::new(RxConfig {
             crc,
             max_ulpdu: u16::MAX,
         }));
         self.rtr_expected = rtr_expected;
+        self.input = Some(input);
     }
 
     /// The connection ended: a receive half placed completes as flushed.
@@ -204,6 +274,12 @@ impl Receiver {
             RiwCq::deliver(qp.recv_cq::<RiwDevice>(), &c);
         }
         self.sink = None;
+        self.parser = None;
+    }
+
+    /// Whether the peer-to-peer ready-to-receive message arrived and is not taken yet.
+    pub(crate) fn rtr_pending(&self) -> bool {
+        self.rtr_received
     }
 
     /// Whether the peer-to-peer ready-to-receive message arrived (once).
@@ -212,18 +288,16 @@ impl Receiver {
     }
 
     /// Receives and places what the socket holds, up to `budget` FPDUs.
-    pub(crate) fn run<H: crate::kernel_ext::socket::SocketHandler>(
+    fn run(
         &mut self,
-        sock: &TcpStream<H>,
+        sock: &LockedSocket<'_>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         reads: &mut Reads,
         budget: u32,
     ) -> RxEnd {
         let Self {
-            buf,
-            start,
-            end,
+            input: mpa_input,
             parser,
             header,
             message,
@@ -249,11 +323,14 @@ impl Receiver {
             budget,
         };
         // Bytes that came in with the last MPA frame go first.
-        if *start < *end {
-            let (used, stop) = input.feed(&buf[*start..*end]);
-            *start += used;
+        if let Some(mpa) = mpa_input.as_mut() {
+            let (used, stop) = input.feed(mpa.buf.get(mpa.start..mpa.end).unwrap_or_default());
+            mpa.start += used;
             if let Some(stop) = stop {
                 return stop;
+            }
+            if mpa.start >= mpa.end {
+                *mpa_input = None;
             }
         }
         // Then the socket's own buffers: payload goes from them straight to its target.

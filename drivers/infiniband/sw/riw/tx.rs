@@ -9,6 +9,7 @@ use crate::device::RiwDevice;
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream};
+use crate::kernel_ext::sync::SpinLockBh;
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
 use crate::mr::{pd_id, MemRegion, RiwMr};
 use crate::proto::fpdu::max_ulpdu_for_mss;
@@ -18,6 +19,7 @@ use crate::proto::{
 };
 use crate::qp::RiwQp;
 use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork};
+use crate::rx::Inbound;
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -140,7 +142,7 @@ impl Sender {
         sock: &TcpStream<H>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
-        reads: &mut Reads,
+        inbound: &SpinLockBh<Inbound>,
         mut budget: u32,
     ) -> TxEnd {
         loop {
@@ -153,7 +155,7 @@ impl Sender {
                 return TxEnd::Budget;
             }
             if self.message.is_none() {
-                match self.next_message(dev, qp, reads) {
+                match self.next_message(dev, qp, inbound) {
                     Ok(Some(m)) => self.message = Some(m),
                     Ok(None) => return TxEnd::Idle,
                     Err(()) => return TxEnd::LocalError,
@@ -163,7 +165,7 @@ impl Sender {
                 continue;
             };
             let Some(segment) = m.segments.next() else {
-                if let Err(end) = self.finish_message(qp, reads) {
+                if let Err(end) = self.finish_message(qp, inbound) {
                     return end;
                 }
                 continue;
@@ -177,7 +179,7 @@ impl Sender {
             }
             budget -= 1;
             if segment.header.segment.last {
-                if let Err(end) = self.finish_message(qp, reads) {
+                if let Err(end) = self.finish_message(qp, inbound) {
                     return end;
                 }
             }
@@ -189,17 +191,17 @@ impl Sender {
     fn finish_message(
         &mut self,
         qp: &Qp<RiwDevice>,
-        reads: &mut Reads,
+        inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<(), TxEnd> {
         match self.message.take().map(|m| m.origin) {
-            Some(Origin::Work(work)) => reads.finished(qp, work),
+            Some(Origin::Work(work)) => reads(inbound, |r| r.finished(qp, work)),
             Some(Origin::Read(work, sink)) => {
-                if reads.read_sent(work, sink).is_err() {
+                if reads(inbound, |r| r.read_sent(work, sink)).is_err() {
                     complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
                     return Err(TxEnd::LocalError);
                 }
             }
-            Some(Origin::Response) => reads.responded(),
+            Some(Origin::Response) => reads(inbound, |r| r.responded()),
             None => {}
         }
         Ok(())
@@ -211,18 +213,18 @@ impl Sender {
         &mut self,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
-        reads: &mut Reads,
+        inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<Option<Message>, ()> {
         self.respond_first = !self.respond_first;
         if self.respond_first {
-            if let Some(request) = reads.take_request() {
-                return self.response(request, reads).map(Some);
+            if let Some(request) = reads(inbound, |r| r.take_request()) {
+                return self.response(request, inbound).map(Some);
             }
         }
-        while let Some(sqe) = self.next_work(qp, reads)? {
+        while let Some(sqe) = self.next_work(qp, inbound)? {
             match local_operation(dev, qp, &sqe) {
                 Some(Ok(())) => {
-                    reads.finished(qp, SendWork::new(&sqe, 0));
+                    reads(inbound, |r| r.finished(qp, SendWork::new(&sqe, 0)));
                     continue;
                 }
                 Some(Err(status)) => {
@@ -239,8 +241,8 @@ impl Sender {
                 }
             };
         }
-        match reads.take_request() {
-            Some(request) => self.response(request, reads).map(Some),
+        match reads(inbound, |r| r.take_request()) {
+            Some(request) => self.response(request, inbound).map(Some),
             None => Ok(None),
         }
     }
@@ -251,12 +253,13 @@ impl Sender {
     fn next_work(
         &mut self,
         qp: &Qp<RiwDevice>,
-        reads: &Reads,
+        inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<Option<uapi::siw_sqe>, ()> {
-        let taken = self
-            .held
-            .take()
-            .or_else(|| reads.can_take().then(|| RiwQp::take_send(qp)).flatten());
+        let taken = self.held.take().or_else(|| {
+            reads(inbound, |r| r.can_take())
+                .then(|| RiwQp::take_send(qp))
+                .flatten()
+        });
         let Some(sqe) = taken else {
             return Ok(None);
         };
@@ -265,13 +268,14 @@ impl Sender {
             u32::from(sqe.opcode),
             uapi::siw_opcode_SIW_OP_READ | uapi::siw_opcode_SIW_OP_READ_LOCAL_INV
         );
-        if is_read && reads.may_read().is_none() {
+        let (may_read, reads_waiting) = reads(inbound, |r| (r.may_read(), r.reads_waiting()));
+        if is_read && may_read.is_none() {
             // ORD 0: the peer takes no Read Requests; sending one would only be refused.
             let status = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
             complete_send(qp, &SendWork::failed(&sqe), status);
             return Err(());
         }
-        if (fenced && reads.reads_waiting()) || (is_read && reads.may_read() == Some(false)) {
+        if (fenced && reads_waiting) || (is_read && may_read == Some(false)) {
             self.held = Some(sqe);
             return Ok(None);
         }
@@ -282,7 +286,7 @@ impl Sender {
     fn response(
         &self,
         request: InboundRead,
-        reads: &mut Reads,
+        inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<Message, ()> {
         let template = FpduHeader::new(SegmentHeader {
             opcode: Opcode::ReadResponse,
@@ -300,7 +304,7 @@ impl Sender {
                 len: request.size,
             };
             if sources.push(source, GFP_KERNEL).is_err() {
-                reads.responded();
+                reads(inbound, |r| r.responded());
                 return Err(());
             }
         }
@@ -312,7 +316,7 @@ impl Sender {
                 segments,
             }),
             Err(_) => {
-                reads.responded();
+                reads(inbound, |r| r.responded());
                 Err(())
             }
         }
@@ -328,9 +332,9 @@ impl Sender {
 
     /// The connection ended: the work taken from the send queue and not completed yet
     /// completes as flushed, oldest first.
-    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, reads: &mut Reads) {
+    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>) {
         const FLUSHED: u32 = uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR;
-        reads.flush(qp);
+        reads(inbound, |r| r.flush(qp));
         self.fail_message(qp, FLUSHED);
         if let Some(sqe) = self.held.take() {
             complete_send(qp, &SendWork::failed(&sqe), FLUSHED);
@@ -646,4 +650,10 @@ fn local_operation(
         }
         _ => None,
     }
+}
+
+/// Runs `f` on the connection's Read state, locked for that step only: the receiver
+/// shares it, and the sender never holds it across a socket call.
+fn reads<R>(inbound: &SpinLockBh<Inbound>, f: impl FnOnce(&mut Reads) -> R) -> R {
+    f(&mut inbound.lock().reads)
 }
