@@ -409,6 +409,11 @@ static int riw_sock_read_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	return taken;
 }
 
+size_t riw_sock_readable(struct sock *sk)
+{
+	return max(tcp_inq(sk), 0);
+}
+
 int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx)
 {
 	struct riw_sock_reader reader = { .fn = fn, .ctx = ctx };

@@ -229,6 +229,12 @@ pub struct LockedSocket<'a> {
 }
 
 impl LockedSocket<'_> {
+    /// The bytes received and not read yet.
+    pub fn readable(&self) -> usize {
+        // SAFETY: A live, locked TCP socket (type invariant).
+        unsafe { bindings::riw_sock_readable(self.sk) }
+    }
+
     /// Reads what is there in place, without blocking: hands each contiguous run of
     /// received bytes, straight from the socket's buffers, to `reader`, which returns how
     /// many it used; using fewer stops the read there, the rest staying for the next one.

@@ -49,6 +49,9 @@ const BUDGET: u32 = 64;
 /// FPDUs the socket callback receives at a time, in softirq context; the work item takes
 /// over beyond that.
 const CALLBACK_BUDGET: u32 = 16;
+/// Received bytes beyond which the callback leaves receiving to the work item: bulk data
+/// then gets placed on another CPU than the softirq's (often the sender's, over veth).
+const CALLBACK_MAX_BYTES: usize = 16 * 1024;
 /// Private data the iw_cm event can carry (its length is a `u8`).
 const MAX_EVENT_PRIVATE_DATA: usize = 255;
 
@@ -872,6 +875,9 @@ impl Endpoint {
     /// something to do (a Read to answer, work a Read held back, the ready-to-receive
     /// message came).
     fn receive_now(&self, sock: &LockedSocket<'_>) -> bool {
+        if sock.readable() > CALLBACK_MAX_BYTES {
+            return false;
+        }
         let mut inbound = self.inbound.lock();
         if inbound.qp.is_none() || inbound.outcome.is_some() {
             return false;
