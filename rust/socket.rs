@@ -340,10 +340,13 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
         write_space: Some(Self::write_space),
     };
 
+    /// Runs `call` with the handler bound to `sk`, if any (and, for `LISTENER`, if `sk` is
+    /// listening).
+    ///
     /// # Safety
     ///
     /// Called by the socket layer on a live `sk`.
-    unsafe fn dispatch(sk: *mut bindings::sock, event: SocketEvent) {
+    unsafe fn dispatch(sk: *mut bindings::sock, call: impl FnOnce(&Arc<H>)) {
         // SAFETY: `sk` is live; the RCU read section is entered here and left below.
         let data = unsafe { bindings::riw_sock_callback_begin(sk) };
         // SAFETY: As above.
@@ -354,7 +357,7 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
             // clearing it and a grace period, so after this section.
             let handler = unsafe { Arc::from_raw(data.cast::<H>()) };
             let handler = core::mem::ManuallyDrop::new(handler);
-            H::socket_event(&handler, event);
+            call(&handler);
         }
         // SAFETY: Pairs with `riw_sock_callback_begin`.
         unsafe { bindings::riw_sock_callback_end(sk) };
@@ -363,36 +366,28 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         if LISTENER {
             // SAFETY: Called by the socket layer on a live socket.
-            return unsafe { Self::dispatch(sk, SocketEvent::DataReady) };
+            return unsafe { Self::dispatch(sk, |h| H::socket_event(h, SocketEvent::DataReady)) };
         }
-        // SAFETY: As above; the RCU read section is entered here and left below.
-        let data = unsafe { bindings::riw_sock_callback_begin(sk) };
-        if !data.is_null() {
-            // SAFETY: Non-NULL in the RCU read section: the reference `install` stored
-            // for this handler type, dropped by `uninstall` only after a grace period.
-            let handler = core::mem::ManuallyDrop::new(unsafe { Arc::from_raw(data.cast::<H>()) });
-            // SAFETY: A live socket, in its data-ready callback.
-            let is_locked = unsafe { bindings::riw_sock_callback_locked(sk) };
-            // INVARIANT: If `is_locked`, this context holds the socket's lock for the
-            // call (see `riw_sock_callback_locked`); only then is it handed out.
-            let locked = LockedSocket {
-                sk,
-                _locked: PhantomData,
-            };
-            H::data_ready(&handler, is_locked.then_some(&locked));
-        }
-        // SAFETY: Pairs with `riw_sock_callback_begin`.
-        unsafe { bindings::riw_sock_callback_end(sk) };
+        // SAFETY: As above.
+        let is_locked = unsafe { bindings::riw_sock_callback_locked(sk) };
+        // INVARIANT: If `is_locked`, this context holds the socket's lock for the call (see
+        // `riw_sock_callback_locked`); only then is it handed out.
+        let locked = LockedSocket {
+            sk,
+            _locked: PhantomData,
+        };
+        // SAFETY: As above.
+        unsafe { Self::dispatch(sk, |h| H::data_ready(h, is_locked.then_some(&locked))) }
     }
 
     unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
         // SAFETY: As above.
-        unsafe { Self::dispatch(sk, SocketEvent::StateChange) }
+        unsafe { Self::dispatch(sk, |h| H::socket_event(h, SocketEvent::StateChange)) }
     }
 
     unsafe extern "C" fn write_space(sk: *mut bindings::sock) {
         // SAFETY: As above.
-        unsafe { Self::dispatch(sk, SocketEvent::WriteSpace) }
+        unsafe { Self::dispatch(sk, |h| H::socket_event(h, SocketEvent::WriteSpace)) }
     }
 }
 
