@@ -226,6 +226,28 @@ impl<C: Crc32c> FpduWriter<C> {
         Ok(())
     }
 
+    /// Accounts for `len` payload bytes the caller sends from elsewhere and
+    /// feeds to the CRC itself: `update` continues the CRC register over them
+    /// (called only if CRC is on). `Ok(None)` if `update` could not.
+    pub fn payload_elsewhere(
+        &mut self,
+        len: usize,
+        update: impl FnOnce(u32) -> Option<u32>,
+    ) -> Result<Option<()>, Error> {
+        let left = self
+            .payload_left
+            .checked_sub(len)
+            .ok_or(Error::LengthMismatch)?;
+        if let Some(crc) = &mut self.crc {
+            match update(*crc) {
+                Some(next) => *crc = next,
+                None => return Ok(None),
+            }
+        }
+        self.payload_left = left;
+        Ok(Some(()))
+    }
+
     /// Accounts for `len` payload bytes without looking at them; only valid
     /// when CRC is off.
     pub fn skip_payload(&mut self, len: usize) -> Result<(), Error> {
@@ -434,6 +456,7 @@ mod tests {
     use super::super::crc::SoftCrc32c;
     use super::super::rdmap::ReadRequest;
     use super::*;
+    use std::vec::Vec;
 
     fn send(msn: u32) -> FpduHeader {
         FpduHeader::new(SegmentHeader {
@@ -446,6 +469,44 @@ mod tests {
                 mo: 0,
             },
         })
+    }
+
+    /// An FPDU whose payload the caller sends itself, header and trailer written
+    /// apart, is the same on the wire as one built whole.
+    #[test]
+    fn payload_sent_elsewhere_matches_whole_fpdu() {
+        let payload: Vec<u8> = (0..1001u32).map(|i| (i * 7) as u8).collect();
+        for crc in [false, true] {
+            let mut whole = [0u8; 2048];
+            let n = encode_fpdu::<SoftCrc32c>(&send(5), &payload, crc, &mut whole).unwrap();
+            let mut head = [0u8; MAX_FRAME_HEADER_LEN];
+            let (mut w, h) =
+                FpduWriter::<SoftCrc32c>::begin(&send(5), payload.len(), crc, &mut head).unwrap();
+            let (a, b) = payload.split_at(300);
+            w.payload(a).unwrap();
+            let fed = w.payload_elsewhere(b.len(), |r| Some(SoftCrc32c::update(r, b)));
+            assert_eq!(fed, Ok(Some(())));
+            let mut tail = [0u8; MAX_TRAILER_LEN];
+            let t = w.finish(&mut tail).unwrap();
+            let mut built = head[..h].to_vec();
+            built.extend_from_slice(&payload);
+            built.extend_from_slice(&tail[..t]);
+            assert_eq!(&whole[..n], &built[..]);
+        }
+    }
+
+    /// A failed CRC update or too many bytes leave the writer unfinishable.
+    #[test]
+    fn payload_elsewhere_refuses() {
+        let mut head = [0u8; MAX_FRAME_HEADER_LEN];
+        let (mut w, _) = FpduWriter::<SoftCrc32c>::begin(&send(1), 8, true, &mut head).unwrap();
+        assert_eq!(
+            w.payload_elsewhere(9, |r| Some(r)),
+            Err(Error::LengthMismatch)
+        );
+        assert_eq!(w.payload_elsewhere(8, |_| None), Ok(None));
+        let mut tail = [0u8; MAX_TRAILER_LEN];
+        assert_eq!(w.finish(&mut tail), Err(Error::LengthMismatch));
     }
 
     #[test]
