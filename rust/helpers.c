@@ -2,6 +2,7 @@
 /* riw's C shim; see helpers.h. */
 
 #include "helpers.h"
+#include <linux/crc32c.h>
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
 #include <net/tcp.h>
@@ -33,6 +34,24 @@ bool riw_param_peer_to_peer(void)
 unsigned int riw_param_fpdu_segments(void)
 {
 	return READ_ONCE(fpdu_segments);
+}
+
+static unsigned int tx_zerocopy_min = 16384;
+module_param(tx_zerocopy_min, uint, 0644);
+MODULE_PARM_DESC(tx_zerocopy_min, "Smallest message (bytes) sent zero-copy from registered user memory (default 16384; 0: never)");
+
+static bool tx_zerocopy_keep;
+module_param(tx_zerocopy_keep, bool, 0644);
+MODULE_PARM_DESC(tx_zerocopy_keep, "Keep sending zero-copy on connections whose route copies the pages anyway (veth, loopback), for testing");
+
+unsigned int riw_param_tx_zerocopy_min(void)
+{
+	return READ_ONCE(tx_zerocopy_min);
+}
+
+bool riw_param_tx_zerocopy_keep(void)
+{
+	return READ_ONCE(tx_zerocopy_keep);
 }
 
 void riw_spin_lock_bh(spinlock_t *lock)
@@ -170,9 +189,14 @@ int riw_release_init(void)
 	return riw_release_wq ? 0 : -ENOMEM;
 }
 
-/* Runs the releases still queued; called once no region can be dropped any more. */
+/*
+ * Runs the releases still queued; called once no region can be dropped any more. A
+ * zero-copy release callback may still be on its way out of this module's code (its RCU
+ * read section): wait for it.
+ */
 void riw_release_exit(void)
 {
+	synchronize_rcu();
 	destroy_workqueue(riw_release_wq);
 	riw_release_wq = NULL;
 }
@@ -561,4 +585,161 @@ int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_
 	done = sg_pcopy_from_buffer(umem->sgt_append.sgt.sgl, umem->sgt_append.sgt.orig_nents,
 				    src, len, offset + ib_umem_offset(umem));
 	return done == len ? 0 : -EFAULT;
+}
+
+/*
+ * Zero-copy transmission. TCP takes a page reference for every piece of a zero-copy send
+ * and a reference on its ubuf_info for every skb holding such pieces; the sender holds one
+ * more until it is done sending. The last reference dropped means TCP needs none of the
+ * pages any more (sent and acknowledged, or the connection gone): the owner hears of it.
+ */
+struct riw_zc {
+	struct ubuf_info ubuf;
+	riw_zc_released_fn released;
+	void *owner;
+	u64 token;
+	/* Some skb's pieces were copied on their way (delivery to a local socket does). */
+	bool copied;
+};
+
+static void riw_zc_complete(struct sk_buff *skb, struct ubuf_info *uarg, bool success)
+{
+	struct riw_zc *zc = container_of(uarg, struct riw_zc, ubuf);
+	riw_zc_released_fn released = zc->released;
+	void *owner = zc->owner;
+	u64 token = zc->token;
+	bool copied;
+
+	if (!success)
+		WRITE_ONCE(zc->copied, true);
+	if (!refcount_dec_and_test(&uarg->refcnt))
+		return;
+	copied = READ_ONCE(zc->copied);
+	kfree(zc);
+	/* riw_release_exit() waits for this section before the module goes. */
+	rcu_read_lock();
+	released(owner, token, copied);
+	rcu_read_unlock();
+}
+
+static const struct ubuf_info_ops riw_zc_ops = {
+	.complete = riw_zc_complete,
+};
+
+struct riw_zc *riw_zc_new(riw_zc_released_fn released, void *owner, u64 token)
+{
+	struct riw_zc *zc = kmalloc(sizeof(*zc), GFP_KERNEL);
+
+	if (!zc)
+		return NULL;
+	zc->ubuf.ops = &riw_zc_ops;
+	zc->ubuf.flags = SKBFL_ZEROCOPY_FRAG | SKBFL_DONT_ORPHAN;
+	refcount_set(&zc->ubuf.refcnt, 1);
+	zc->released = released;
+	zc->owner = owner;
+	zc->token = token;
+	zc->copied = false;
+	return zc;
+}
+
+void riw_zc_put(struct riw_zc *zc)
+{
+	net_zcopy_put(&zc->ubuf);
+}
+
+/* The scatterlist entry of a umem that holds byte `offset` of its range, and where. */
+static struct scatterlist *riw_umem_seek(struct ib_umem *umem, size_t offset, size_t *at)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+
+	offset += ib_umem_offset(umem);
+	for_each_sg(umem->sgt_append.sgt.sgl, sg, umem->sgt_append.sgt.orig_nents, i) {
+		if (offset < sg->length) {
+			*at = offset;
+			return sg;
+		}
+		offset -= sg->length;
+	}
+	return NULL;
+}
+
+/* Continues a CRC32c over `len` bytes at `offset` of the umem, reading the pinned pages. */
+int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc)
+{
+	struct ib_umem *umem = mem->umem;
+	struct scatterlist *sg;
+	size_t at;
+
+	if (offset > umem->length || len > umem->length - offset)
+		return -EINVAL;
+	sg = riw_umem_seek(umem, offset, &at);
+	while (len && sg) {
+		size_t pos = sg->offset + at;
+		struct page *page = nth_page(sg_page(sg), pos >> PAGE_SHIFT);
+		size_t n = min3(len, (size_t)sg->length - at, PAGE_SIZE - offset_in_page(pos));
+		void *addr = kmap_local_page(page);
+
+		*crc = crc32c(*crc, addr + offset_in_page(pos), n);
+		kunmap_local(addr);
+		len -= n;
+		at += n;
+		if (at == sg->length) {
+			sg = sg_next(sg);
+			at = 0;
+		}
+	}
+	return len ? -EFAULT : 0;
+}
+
+/* Pieces of pinned memory per sendmsg call; an FPDU's payload rarely spans more. */
+#define RIW_ZC_PIECES 8
+
+/*
+ * Hands `len` bytes at `offset` of the umem to TCP without copying them, without
+ * blocking; returns the bytes TCP took (fewer if it is full), -EAGAIN if none.
+ */
+long riw_sock_send_umem(struct socket *sock, struct riw_umem *mem, size_t offset, size_t len,
+			struct riw_zc *zc, bool more)
+{
+	struct ib_umem *umem = mem->umem;
+	struct bio_vec pieces[RIW_ZC_PIECES];
+	struct scatterlist *sg;
+	long sent = 0;
+	size_t at;
+
+	if (offset > umem->length || len > umem->length - offset)
+		return -EINVAL;
+	sg = riw_umem_seek(umem, offset, &at);
+	while (len && sg) {
+		struct msghdr msg = {
+			.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_ZEROCOPY,
+			.msg_ubuf = &zc->ubuf,
+		};
+		size_t count = 0, bytes = 0;
+		int ret;
+
+		while (count < RIW_ZC_PIECES && bytes < len && sg) {
+			size_t n = min((size_t)sg->length - at, len - bytes);
+
+			bvec_set_page(&pieces[count++], sg_page(sg), n, sg->offset + at);
+			bytes += n;
+			at += n;
+			if (at == sg->length) {
+				sg = sg_next(sg);
+				at = 0;
+			}
+		}
+		if (more || bytes < len)
+			msg.msg_flags |= MSG_MORE;
+		iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, pieces, count, bytes);
+		ret = sock_sendmsg(sock, &msg);
+		if (ret < 0)
+			return sent ? sent : ret;
+		sent += ret;
+		len -= bytes;
+		if (ret < bytes)
+			break;
+	}
+	return sent;
 }

@@ -61,6 +61,8 @@ void *riw_vzalloc(unsigned long size);
 bool riw_param_mpa_crc_required(void);
 bool riw_param_peer_to_peer(void);
 unsigned int riw_param_fpdu_segments(void);
+unsigned int riw_param_tx_zerocopy_min(void);
+bool riw_param_tx_zerocopy_keep(void);
 
 /* Spinlocks that keep softirqs off while held. */
 void riw_spin_lock_bh(spinlock_t *lock);
@@ -116,4 +118,17 @@ void riw_init_completion(struct completion *done);
 
 /* Copies into pinned user memory. */
 int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len);
+int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc);
+
+/*
+ * Zero-copy sends of pinned user memory: `released(owner, token, copied)` runs once TCP
+ * holds none of the pages sent with a riw_zc and its creator put it, in any context;
+ * `copied` if the pages were copied on their way all the same.
+ */
+typedef void (*riw_zc_released_fn)(void *owner, u64 token, bool copied);
+struct riw_zc;
+struct riw_zc *riw_zc_new(riw_zc_released_fn released, void *owner, u64 token);
+void riw_zc_put(struct riw_zc *zc);
+long riw_sock_send_umem(struct socket *sock, struct riw_umem *mem, size_t offset, size_t len,
+			struct riw_zc *zc, bool more);
 #endif

@@ -26,3 +26,17 @@ pub fn fpdu_segments() -> u32 {
     let n = unsafe { bindings::riw_param_fpdu_segments() };
     n.clamp(1, 45)
 }
+
+/// `tx_zerocopy_min`: the smallest message sent zero-copy from registered user memory;
+/// 0 turns zero-copy transmission off.
+pub fn tx_zerocopy_min() -> u32 {
+    // SAFETY: Reads a module-global integer (READ_ONCE).
+    unsafe { bindings::riw_param_tx_zerocopy_min() }
+}
+
+/// `tx_zerocopy_keep`: a connection whose route copied zero-copy pages keeps sending
+/// zero-copy (for tests; by default it sends by copy from then on).
+pub fn tx_zerocopy_keep() -> bool {
+    // SAFETY: Reads a module-global boolean (READ_ONCE).
+    unsafe { bindings::riw_param_tx_zerocopy_keep() }
+}

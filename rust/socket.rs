@@ -14,6 +14,7 @@
 use super::bindings;
 use super::errno::EAFNOSUPPORT;
 use super::net::NetDevice;
+use super::rdma::UserMemory;
 use core::ffi::c_void;
 use core::fmt;
 use core::marker::PhantomData;
@@ -422,6 +423,70 @@ impl<H: SocketHandler> Binding<H> {
     }
 }
 
+/// The owner of zero-copy sends, told when TCP no longer needs their pages.
+pub trait ZeroCopyOwner: Send + Sync + 'static {
+    /// TCP holds none of the pages sent with the ticket of `token` any more, and the ticket
+    /// was dropped; `copied` if they were copied on their way all the same (delivery to a
+    /// socket of this host does: veth, loopback). Runs in any context, softirq included,
+    /// possibly under the socket's lock (TCP frees acknowledged data as it processes an
+    /// ACK): it must not sleep nor use the socket.
+    fn released(this: Arc<Self>, token: u64, copied: bool);
+}
+
+/// A zero-copy send in progress (`struct ubuf_info`): TCP holds a reference for each skb
+/// with pages of it, this object one more. When all are gone, its owner's `released`
+/// runs with the owner reference the ticket kept.
+///
+/// # Invariants
+///
+/// `zc` is a live `riw_zc` of which this object holds one reference.
+pub struct ZeroCopyTicket {
+    zc: NonNull<bindings::riw_zc>,
+}
+
+// SAFETY: The reference count is atomic and the release may run on any thread (the owner
+// is `Send + Sync`).
+unsafe impl Send for ZeroCopyTicket {}
+// SAFETY: Shared use only passes the pointer to TCP, which takes its own references.
+unsafe impl Sync for ZeroCopyTicket {}
+
+impl ZeroCopyTicket {
+    /// A ticket that will call `O::released(owner, token)`.
+    pub fn new<O: ZeroCopyOwner>(owner: Arc<O>, token: u64) -> Result<Self> {
+        let raw = Arc::into_raw(owner).cast_mut().cast::<c_void>();
+        // SAFETY: `released::<O>` matches the callback type; `raw` stays valid until it
+        // runs, which takes it back.
+        let zc = unsafe { bindings::riw_zc_new(Some(released::<O>), raw, token) };
+        match NonNull::new(zc) {
+            Some(zc) => Ok(Self { zc }),
+            None => {
+                // SAFETY: `raw` from `Arc::into_raw` above, not handed to anyone.
+                drop(unsafe { Arc::from_raw(raw.cast::<O>()) });
+                Err(ENOMEM)
+            }
+        }
+    }
+}
+
+impl Drop for ZeroCopyTicket {
+    fn drop(&mut self) {
+        // SAFETY: Our reference (type invariant), dropped once; the last one calls the
+        // owner, here or wherever TCP frees the last skb.
+        unsafe { bindings::riw_zc_put(self.zc.as_ptr()) };
+    }
+}
+
+/// The release callback of tickets of owner type `O`.
+///
+/// # Safety
+///
+/// `owner` is the reference `ZeroCopyTicket::new` made with `Arc::into_raw`, passed once.
+unsafe extern "C" fn released<O: ZeroCopyOwner>(owner: *mut c_void, token: u64, copied: bool) {
+    // SAFETY: See the function's safety section: the reference comes back to us here.
+    let owner = unsafe { Arc::from_raw(owner.cast::<O>()) };
+    O::released(owner, token, copied);
+}
+
 /// A TCP connection socket, optionally with a handler of type `H` attached.
 pub struct TcpStream<H: SocketHandler> {
     // Dropped after `binding` is uninstalled (see `Drop`).
@@ -513,6 +578,36 @@ impl<H: SocketHandler> TcpStream<H> {
         };
         if ret < 0 {
             return Err(Error::from_errno(ret));
+        }
+        Ok(ret as usize)
+    }
+
+    /// Hands `len` bytes at `offset` of pinned user memory to TCP without copying them and
+    /// without blocking; returns how many it took (EAGAIN if none). TCP keeps references
+    /// to the pages until it no longer needs them, and `ticket` hears when that is.
+    pub fn send_user_memory(
+        &self,
+        mem: &UserMemory,
+        offset: usize,
+        len: usize,
+        ticket: &ZeroCopyTicket,
+        more: bool,
+    ) -> Result<usize> {
+        // SAFETY: A live socket, a live umem (the C side checks the range against it) and
+        // a ticket we hold a reference of for the call; TCP takes its own references on
+        // the pages and on the ticket for the skbs that keep them.
+        let ret = unsafe {
+            bindings::riw_sock_send_umem(
+                self.sock.sock.as_ptr(),
+                mem.as_raw(),
+                offset,
+                len,
+                ticket.zc.as_ptr(),
+                more,
+            )
+        };
+        if ret < 0 {
+            return Err(Error::from_errno(ret as i32));
         }
         Ok(ret as usize)
     }

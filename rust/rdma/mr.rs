@@ -85,6 +85,24 @@ impl UserMemory {
         Ok(())
     }
 
+    /// Continues the CRC32c register value `crc` over `len` bytes at `offset` of the
+    /// region, read in place.
+    pub fn crc32c(&self, crc: u32, offset: usize, len: usize) -> Result<u32> {
+        let mut crc = crc;
+        // SAFETY: A live umem (type invariant); the walk checks the range against its
+        // length and reads the pinned pages through kernel mappings.
+        let ret = unsafe { bindings::riw_umem_crc32c(self.mem.as_ptr(), offset, len, &mut crc) };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(crc)
+    }
+
+    /// The umem, for the socket layer's zero-copy sends.
+    pub(in crate::kernel_ext) fn as_raw(&self) -> *mut bindings::riw_umem {
+        self.mem.as_ptr()
+    }
+
     /// Copies `src` to `offset` of the region.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
         // SAFETY: As for `read`.
