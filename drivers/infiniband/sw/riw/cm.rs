@@ -23,7 +23,7 @@ use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{CmEvent, CmEventKind, CmId, ConnParam, Device, DeviceRef, QpRef};
 use crate::kernel_ext::socket::{
     ratelimit, LockedSocket, SocketAddr, SocketEvent, SocketHandler, TcpListener, TcpState,
-    TcpStream,
+    TcpStream, ZeroCopyOwner,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
@@ -288,6 +288,22 @@ impl SocketHandler for Endpoint {
         if !sock.is_some_and(|sock| this.receive_now(sock)) {
             this.kick();
         }
+    }
+}
+
+impl ZeroCopyOwner for Endpoint {
+    fn released(this: Arc<Self>, token: u64, copied: bool) {
+        {
+            let mut guard = this.inbound.lock();
+            let inbound = &mut *guard;
+            inbound.zero_copy_copied |= copied;
+            if let Some(qp) = inbound.qp.as_ref() {
+                inbound.reads.zero_copy_released(qp, token);
+            }
+        }
+        // The sender may wait for this (a close drains it first). The queued work holds a
+        // reference, so `this` is never the last one here: dropping that may sleep.
+        this.kick();
     }
 }
 
@@ -960,7 +976,10 @@ impl Endpoint {
         if conn.tx_held {
             return;
         }
-        match conn.tx.run(sock, &self.dev, qp, &self.inbound, BUDGET) {
+        match conn
+            .tx
+            .run(sock, self, &self.dev, qp, &self.inbound, BUDGET)
+        {
             TxEnd::Idle => {
                 if conn.draining && conn.tx.is_idle() && self.inbound.lock().reads.is_idle() {
                     self.end(g, false, 0, None);

@@ -340,6 +340,18 @@ impl MemRegion {
         }
     }
 
+    /// Address `addr` of a user memory region (checked with `permits`), as that memory
+    /// and the offset in it; `None` for kernel memory.
+    pub(crate) fn user_memory(&self, addr: u64) -> Option<(&UserMemory, usize)> {
+        match &self.backing {
+            Backing::User(mem) => Some((
+                mem,
+                usize::try_from(addr.wrapping_sub(self.fixed.iova)).ok()?,
+            )),
+            _ => None,
+        }
+    }
+
     /// Copies `src` to address `addr` of the region (checked with `permits`).
     pub(crate) fn write(&self, addr: u64, src: &[u8]) -> Result {
         match &self.backing {

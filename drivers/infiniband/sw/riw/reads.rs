@@ -3,8 +3,9 @@
 //! RDMA Read state of a connection, and the order of send completions.
 //!
 //! Requester: each RDMA Read sent waits for its response, at most ORD of them at a time.
-//! Send work finished while a Read waits is held behind it, so the send CQ sees completions
-//! in the order the work was posted. Responder: Read Requests wait, at most IRD of them,
+//! Work sent zero-copy waits until TCP no longer needs its pages. Send work finished while
+//! earlier work waits is held behind it, so the send CQ sees completions in the order the
+//! work was posted (a completion tells the consumer all earlier work is done too). Responder: Read Requests wait, at most IRD of them,
 //! for the sender to answer them between messages of the send queue.
 
 use crate::cq::{send_completion_opcode, Completion, RiwCq};
@@ -73,11 +74,31 @@ impl<T> Ring<T> {
         Ok(())
     }
 
-    pub(crate) fn front_mut(&mut self) -> Option<&mut T> {
+    pub(crate) fn front(&self) -> Option<&T> {
         if self.len == 0 {
             return None;
         }
-        self.slots.get_mut(self.head)?.as_mut()
+        self.slots.get(self.head)?.as_ref()
+    }
+
+    /// The first item, oldest first, that `pred` accepts.
+    pub(crate) fn find_mut(&mut self, mut pred: impl FnMut(&T) -> bool) -> Option<&mut T> {
+        for i in 0..self.len {
+            // Within the ring: `head` and `i` are both below its length.
+            let mut at = self.head + i;
+            if at >= self.slots.len() {
+                at -= self.slots.len();
+            }
+            if self
+                .slots
+                .get(at)
+                .and_then(Option::as_ref)
+                .is_some_and(&mut pred)
+            {
+                return self.slots.get_mut(at)?.as_mut();
+            }
+        }
+        None
     }
 
     pub(crate) fn pop_front(&mut self) -> Option<T> {
@@ -141,6 +162,14 @@ struct Pending {
     work: SendWork,
     /// A Read waiting for its response.
     read: Option<ReadSink>,
+    /// Sent zero-copy, with the ticket of this token: TCP may still need its pages.
+    zero_copy: Option<u64>,
+}
+
+impl Pending {
+    fn waits(&self) -> bool {
+        self.read.is_some() || self.zero_copy.is_some()
+    }
 }
 
 /// A Read Request of the peer, checked, waiting for its response.
@@ -219,16 +248,59 @@ impl Reads {
         self.waiting != 0
     }
 
-    /// Send work has gone: complete it now, or behind the Reads still waiting.
+    /// Send work has gone: complete it now, or behind the work still waiting.
     pub(crate) fn finished(&mut self, qp: &Qp<RiwDevice>, work: SendWork) {
         if !work.signalled {
             return;
         }
         if self.pending.is_empty() {
             complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
-        } else if let Err(p) = self.pending.push_back(Pending { work, read: None }) {
+        } else if let Err(p) = self.pending.push_back(Pending {
+            work,
+            read: None,
+            zero_copy: None,
+        }) {
             // `can_take` keeps room; should it not, order gives way to completion.
             complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+        }
+    }
+
+    /// Send work has gone zero-copy with the ticket of `token`: it completes once the
+    /// ticket is released (signalled or not, it holds back the work after it). Called
+    /// before the sender drops its ticket, so the release cannot come first.
+    pub(crate) fn finished_zero_copy(&mut self, qp: &Qp<RiwDevice>, work: SendWork, token: u64) {
+        let entry = Pending {
+            work,
+            read: None,
+            zero_copy: Some(token),
+        };
+        if let Err(p) = self.pending.push_back(entry) {
+            // As in `finished`: completion before order. The consumer may reuse the pages
+            // early, which only changes what retransmitted bytes carry.
+            if p.work.signalled {
+                complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+            }
+        }
+    }
+
+    /// TCP no longer needs the pages of the ticket of `token`: its work, and what waited
+    /// behind it only, completes. Nothing waits for it once the connection was flushed.
+    pub(crate) fn zero_copy_released(&mut self, qp: &Qp<RiwDevice>, token: u64) {
+        if let Some(p) = self.pending.find_mut(|p| p.zero_copy == Some(token)) {
+            p.zero_copy = None;
+            self.complete_front(qp);
+        }
+    }
+
+    /// Completes the work at the front that waits for nothing any more.
+    fn complete_front(&mut self, qp: &Qp<RiwDevice>) {
+        while self.pending.front().is_some_and(|p| !p.waits()) {
+            let Some(p) = self.pending.pop_front() else {
+                break;
+            };
+            if p.work.signalled {
+                complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+            }
         }
     }
 
@@ -238,43 +310,37 @@ impl Reads {
             .push_back(Pending {
                 work,
                 read: Some(sink),
+                zero_copy: None,
             })
             .map_err(|_| ENOMEM)?;
         self.waiting += 1;
         Ok(())
     }
 
-    /// The Read whose response comes next.
+    /// The Read whose response comes next (responses come in the order of the Reads).
     pub(crate) fn awaited(&mut self) -> Option<&mut ReadSink> {
-        self.pending.front_mut()?.read.as_mut()
+        self.pending.find_mut(|p| p.read.is_some())?.read.as_mut()
     }
 
-    /// The awaited Read's response is complete: it and the work held behind it complete.
-    /// A Read with local invalidate invalidates its sink first: a completion the consumer
-    /// sees finds it invalid (it registers the region again at once).
+    /// The awaited Read's response is complete: it completes once nothing before it
+    /// waits, with the work held behind it. A Read with local invalidate invalidates its
+    /// sink first: a completion the consumer sees finds it invalid (it registers the
+    /// region again at once).
     pub(crate) fn read_done(&mut self, qp: &Qp<RiwDevice>) {
         self.sender_wanted = true;
-        if let Some(p) = self.pending.pop_front() {
+        if let Some(p) = self.pending.find_mut(|p| p.read.is_some()) {
             self.waiting = self.waiting.saturating_sub(1);
             let invalidates = u32::from(p.work.opcode) == uapi::siw_opcode_SIW_OP_READ_LOCAL_INV;
             if let Some(ReadSink {
                 stag,
                 region: Some(region),
                 ..
-            }) = p.read.as_ref().filter(|_| invalidates)
+            }) = p.read.take().as_ref().filter(|_| invalidates)
             {
                 region.invalidate_for(*stag, pd_id(qp.pd::<RiwDevice>()));
             }
-            if p.work.signalled {
-                complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
-            }
         }
-        while self.awaited().is_none() {
-            let Some(p) = self.pending.pop_front() else {
-                break;
-            };
-            complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
-        }
+        self.complete_front(qp);
     }
 
     /// Whether the receiver changed what the sender may do since this was last asked.
@@ -314,7 +380,8 @@ impl Reads {
         while let Some(p) = self.pending.pop_front() {
             if p.read.is_some() {
                 complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR);
-            } else {
+            } else if p.work.signalled {
+                // Handed to TCP whole (zero-copy work too: its pages stay referenced).
                 complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
             }
         }

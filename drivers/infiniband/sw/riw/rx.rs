@@ -195,6 +195,9 @@ pub(crate) struct Inbound {
     pub(crate) qp: Option<QpRef<RiwDevice>>,
     /// What a receive in the callback stopped at, for the work item to act on.
     pub(crate) outcome: Option<RxEnd>,
+    /// The route copied the pages of a zero-copy send anyway (delivery to a socket of
+    /// this host): zero-copy only costs here, so the sender copies from then on.
+    pub(crate) zero_copy_copied: bool,
 }
 
 impl Inbound {
@@ -204,6 +207,7 @@ impl Inbound {
             reads: Reads::none(),
             qp: None,
             outcome: None,
+            zero_copy_copied: false,
         }
     }
 

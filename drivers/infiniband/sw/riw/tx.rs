@@ -3,12 +3,17 @@
 //! The send side of a connection: work requests taken from the send queue (copied once
 //! out of the shared ring and validated), segmented into FPDUs no larger than the path
 //! allows, handed to the socket without blocking, and completed into the send CQ.
+//!
+//! A message from registered user memory of at least `tx_zerocopy_min` bytes goes
+//! zero-copy: each FPDU's header and trailer are copied, its payload is handed to TCP as
+//! references to the pinned pages, and the work completes only once TCP released them
+//! (acknowledged), so the consumer cannot change bytes TCP may still have to retransmit.
 
 use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
 use crate::kernel_ext::params;
-use crate::kernel_ext::rdma::{access, Device, Qp};
-use crate::kernel_ext::socket::{SocketHandler, TcpStream};
+use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
+use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
 use crate::kernel_ext::sync::SpinLockBh;
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
 use crate::mr::{pd_id, MemRegion, RiwMr};
@@ -56,6 +61,61 @@ enum Source {
     Inline { len: u32 },
 }
 
+/// The payload sources of a message: at most one per SGE.
+struct Sources {
+    items: [Option<Source>; uapi::SIW_MAX_SGE as usize],
+    len: usize,
+}
+
+impl Sources {
+    fn new() -> Self {
+        Self {
+            items: core::array::from_fn(|_| None),
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, source: Source) -> Result {
+        *self.items.get_mut(self.len).ok_or(EINVAL)? = Some(source);
+        self.len += 1;
+        Ok(())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Source> {
+        self.items.iter().flatten()
+    }
+
+    /// The source holding byte `offset` of the payload, and the offset within it.
+    fn at(&self, mut offset: u32) -> Option<(&Source, u32)> {
+        for s in self.iter() {
+            if offset < s.len() {
+                return Some((s, offset));
+            }
+            offset -= s.len();
+        }
+        None
+    }
+
+    /// Runs `f` on each source piece of `len` payload bytes at `offset`, in order:
+    /// `f(source, offset in it, length)`.
+    fn each(
+        &self,
+        mut offset: u32,
+        len: usize,
+        mut f: impl FnMut(&Source, u32, usize) -> Result,
+    ) -> Result {
+        let mut left = len;
+        while left != 0 {
+            let (source, at) = self.at(offset).ok_or(EINVAL)?;
+            let n = ((source.len() - at) as usize).min(left);
+            f(source, at, n)?;
+            left -= n;
+            offset += n as u32;
+        }
+        Ok(())
+    }
+}
+
 /// What a message is for.
 enum Origin {
     /// Send or RDMA Write work.
@@ -69,9 +129,11 @@ enum Origin {
 /// The message being sent.
 struct Message {
     origin: Origin,
-    sources: KVec<Source>,
+    sources: Sources,
     inline: [u8; INLINE_AREA],
     segments: Segmenter,
+    /// Sent zero-copy: the ticket and its token.
+    zero_copy: Option<(ZeroCopyTicket, u64)>,
 }
 
 /// Send state of a connection.
@@ -82,13 +144,24 @@ pub(crate) struct Sender {
     send_msn: u32,
     /// Next MSN on the Read Request queue.
     read_msn: u32,
-    /// The FPDU being handed to the socket and how much of it went.
+    /// The FPDU being handed to the socket: `frame[..frame_head]`, then, if the payload
+    /// goes zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
+    /// `frame[frame_head..frame_len]` (its trailer). `sent` counts what went, in that
+    /// order.
     frame: KVVec<u8>,
+    frame_head: usize,
     frame_len: usize,
-    frame_sent: usize,
+    zero_copy_len: usize,
+    payload_offset: u32,
+    sent: usize,
     /// More of the frame's message follows it: the socket may hold it back to fill a
     /// segment (the last FPDU of a message goes out at once).
     frame_more: bool,
+    /// The zero-copy payload of the frame, once its message is done (the frame was its
+    /// last): kept until the frame has gone.
+    frame_payload: Option<(Sources, ZeroCopyTicket)>,
+    /// The token of the next zero-copy ticket.
+    next_token: u64,
     message: Option<Message>,
     /// Send work taken from the ring that waits for Reads (ORD, or a fence).
     held: Option<uapi::siw_sqe>,
@@ -110,9 +183,14 @@ impl Sender {
             send_msn: 1,
             read_msn: 1,
             frame,
+            frame_head: 0,
             frame_len: 0,
-            frame_sent: 0,
+            zero_copy_len: 0,
+            payload_offset: 0,
+            sent: 0,
             frame_more: false,
+            frame_payload: None,
+            next_token: 0,
             message: None,
             held: None,
             respond_first: false,
@@ -121,25 +199,76 @@ impl Sender {
 
     /// Whether nothing is half-sent or held.
     pub(crate) fn is_idle(&self) -> bool {
-        self.message.is_none() && self.held.is_none() && self.frame_sent == self.frame_len
+        self.message.is_none() && self.held.is_none() && self.sent == self.frame_total()
+    }
+
+    fn frame_total(&self) -> usize {
+        self.frame_len + self.zero_copy_len
+    }
+
+    /// A frame of `len` bytes, all of it in the frame buffer.
+    fn set_frame(&mut self, len: usize) {
+        self.frame_head = len;
+        self.frame_len = len;
+        self.zero_copy_len = 0;
+        self.sent = 0;
     }
 
     /// Hands the rest of the current FPDU to the socket.
     fn push<H: SocketHandler>(&mut self, sock: &TcpStream<H>, more: bool) -> Result<bool> {
-        while self.frame_sent < self.frame_len {
-            match sock.send(&self.frame[self.frame_sent..self.frame_len], more) {
-                Ok(n) => self.frame_sent += n,
+        loop {
+            let total = self.frame_total();
+            let payload_end = self.frame_head + self.zero_copy_len;
+            let sent = if self.sent >= total {
+                self.frame_payload = None;
+                return Ok(true);
+            } else if self.sent < self.frame_head {
+                let bytes = self.frame.get(self.sent..self.frame_head).ok_or(EINVAL)?;
+                sock.send(bytes, more || self.frame_head < total)
+            } else if self.sent < payload_end {
+                let done = self.sent - self.frame_head;
+                self.send_payload(sock, done, self.zero_copy_len - done)
+            } else {
+                let at = self.sent - self.zero_copy_len;
+                sock.send(self.frame.get(at..self.frame_len).ok_or(EINVAL)?, more)
+            };
+            match sent {
+                Ok(n) => self.sent += n,
                 Err(e) if e == EAGAIN => return Ok(false),
                 Err(e) => return Err(e),
             }
         }
-        Ok(true)
+    }
+
+    /// Hands payload bytes `done..done + len` of the current frame to the socket
+    /// zero-copy (from one source at most).
+    fn send_payload<H: SocketHandler>(
+        &self,
+        sock: &TcpStream<H>,
+        done: usize,
+        len: usize,
+    ) -> Result<usize> {
+        let (sources, ticket) = match (&self.frame_payload, &self.message) {
+            (Some((sources, ticket)), _) => (sources, ticket),
+            (None, Some(m)) => (&m.sources, &m.zero_copy.as_ref().ok_or(EINVAL)?.0),
+            (None, None) => return Err(EINVAL),
+        };
+        let offset = self.payload_offset + u32::try_from(done)?;
+        let (source, at) = sources.at(offset).ok_or(EINVAL)?;
+        let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
+        let n = ((source.len() - at) as usize).min(len);
+        match sock.send_user_memory(mem, mem_offset, n, ticket, true)? {
+            // Out of the region's pages: a local fault, not a full socket.
+            0 => Err(EFAULT),
+            sent => Ok(sent),
+        }
     }
 
     /// Sends Read responses and what the send queue holds, up to `budget` FPDUs.
-    pub(crate) fn run<H: SocketHandler>(
+    pub(crate) fn run<H: SocketHandler + ZeroCopyOwner>(
         &mut self,
         sock: &TcpStream<H>,
+        owner: &Arc<H>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
@@ -155,7 +284,7 @@ impl Sender {
                 return TxEnd::Budget;
             }
             if self.message.is_none() {
-                match self.next_message(dev, qp, inbound) {
+                match self.next_message(owner, dev, qp, inbound) {
                     Ok(Some(m)) => self.message = Some(m),
                     Ok(None) => return TxEnd::Idle,
                     Err(()) => return TxEnd::LocalError,
@@ -186,31 +315,76 @@ impl Sender {
         }
     }
 
-    /// The last FPDU of the current message is built (its payload copied out): the
-    /// message is done for the sender.
+    /// The last FPDU of the current message is built (its payload copied out, or its
+    /// zero-copy payload kept with the frame): the message is done for the sender. Done
+    /// before the frame goes, since the peer's answer to it may come at once (a Read
+    /// Response, a new Read Request once it has a response).
     fn finish_message(
         &mut self,
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<(), TxEnd> {
-        match self.message.take().map(|m| m.origin) {
-            Some(Origin::Work(work)) => reads(inbound, |r| r.finished(qp, work)),
-            Some(Origin::Read(work, sink)) => {
+        let Some(Message {
+            origin,
+            zero_copy,
+            sources,
+            ..
+        }) = self.message.take()
+        else {
+            return Ok(());
+        };
+        let token = zero_copy.as_ref().map(|(_, token)| *token);
+        match origin {
+            Origin::Work(work) => reads(inbound, |r| match token {
+                Some(token) => r.finished_zero_copy(qp, work, token),
+                None => r.finished(qp, work),
+            }),
+            Origin::Read(work, sink) => {
                 if reads(inbound, |r| r.read_sent(work, sink)).is_err() {
                     complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
                     return Err(TxEnd::LocalError);
                 }
             }
-            Some(Origin::Response) => reads(inbound, |r| r.responded()),
-            None => {}
+            Origin::Response => reads(inbound, |r| r.responded()),
+        }
+        // The work waits for the ticket's release now; the frame holds the ticket.
+        if let Some((ticket, _)) = zero_copy {
+            if self.zero_copy_len != 0 {
+                self.frame_payload = Some((sources, ticket));
+            }
         }
         Ok(())
     }
 
+    /// A zero-copy ticket for a message of `len` bytes from `sources`, if it should go
+    /// zero-copy: large enough, all of it in registered user memory (pinned pages TCP may
+    /// hold references to), on a connection whose route did not copy such pages before.
+    /// Should no ticket be had, the message is copied.
+    fn zero_copy<O: ZeroCopyOwner>(
+        &mut self,
+        owner: &Arc<O>,
+        inbound: &SpinLockBh<Inbound>,
+        sources: &Sources,
+        len: u64,
+    ) -> Option<(ZeroCopyTicket, u64)> {
+        let min = params::tx_zerocopy_min();
+        if min == 0 || len < u64::from(min) || !sources.iter().all(|s| s.user_memory(0).is_some()) {
+            return None;
+        }
+        if inbound.lock().zero_copy_copied && !params::tx_zerocopy_keep() {
+            return None;
+        }
+        let token = self.next_token;
+        self.next_token = token.wrapping_add(1);
+        let ticket = ZeroCopyTicket::new(owner.clone(), token).ok()?;
+        Some((ticket, token))
+    }
+
     /// Picks the next message: a Read response or send work, taking turns so neither
     /// starves the other. `Err` once send work failed (and was completed in error).
-    fn next_message(
+    fn next_message<O: ZeroCopyOwner>(
         &mut self,
+        owner: &Arc<O>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
@@ -218,7 +392,7 @@ impl Sender {
         self.respond_first = !self.respond_first;
         if self.respond_first {
             if let Some(request) = reads(inbound, |r| r.take_request()) {
-                return self.response(request, inbound).map(Some);
+                return self.response(owner, request, inbound).map(Some);
             }
         }
         while let Some(sqe) = self.next_work(qp, inbound)? {
@@ -233,7 +407,7 @@ impl Sender {
                 }
                 None => {}
             }
-            return match self.start(dev, qp, &sqe) {
+            return match self.start(owner, dev, qp, inbound, &sqe) {
                 Ok(m) => Ok(Some(m)),
                 Err(status) => {
                     complete_send(qp, &SendWork::failed(&sqe), status);
@@ -242,7 +416,7 @@ impl Sender {
             };
         }
         match reads(inbound, |r| r.take_request()) {
-            Some(request) => self.response(request, inbound).map(Some),
+            Some(request) => self.response(owner, request, inbound).map(Some),
             None => Ok(None),
         }
     }
@@ -255,11 +429,15 @@ impl Sender {
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<Option<uapi::siw_sqe>, ()> {
-        let taken = self.held.take().or_else(|| {
-            reads(inbound, |r| r.can_take())
-                .then(|| RiwQp::take_send(qp))
-                .flatten()
-        });
+        // One look at the Read state serves both questions. Meanwhile the receiver can only
+        // lift a limit (a Read answered, work released), and wakes the sender when it
+        // does: a stale look defers work, never oversteps ORD or a fence.
+        let (can_take, may_read, reads_waiting) =
+            reads(inbound, |r| (r.can_take(), r.may_read(), r.reads_waiting()));
+        let taken = self
+            .held
+            .take()
+            .or_else(|| can_take.then(|| RiwQp::take_send(qp)).flatten());
         let Some(sqe) = taken else {
             return Ok(None);
         };
@@ -268,7 +446,6 @@ impl Sender {
             u32::from(sqe.opcode),
             uapi::siw_opcode_SIW_OP_READ | uapi::siw_opcode_SIW_OP_READ_LOCAL_INV
         );
-        let (may_read, reads_waiting) = reads(inbound, |r| (r.may_read(), r.reads_waiting()));
         if is_read && may_read.is_none() {
             // ORD 0: the peer takes no Read Requests; sending one would only be refused.
             let status = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
@@ -283,8 +460,9 @@ impl Sender {
     }
 
     /// Plans the response to a Read Request (checked when it arrived).
-    fn response(
-        &self,
+    fn response<O: ZeroCopyOwner>(
+        &mut self,
+        owner: &Arc<O>,
         request: InboundRead,
         inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<Message, ()> {
@@ -296,14 +474,14 @@ impl Sender {
                 to: request.sink_to,
             },
         });
-        let mut sources = KVec::new();
+        let mut sources = Sources::new();
         if let Some((region, addr)) = request.source {
             let source = Source::Region {
                 region,
                 addr,
                 len: request.size,
             };
-            if sources.push(source, GFP_KERNEL).is_err() {
+            if sources.push(source).is_err() {
                 reads(inbound, |r| r.responded());
                 return Err(());
             }
@@ -311,6 +489,7 @@ impl Sender {
         match Segmenter::new(template, request.size, self.max_ulpdu) {
             Ok(segments) => Ok(Message {
                 origin: Origin::Response,
+                zero_copy: self.zero_copy(owner, inbound, &sources, u64::from(request.size)),
                 sources,
                 inline: [0; INLINE_AREA],
                 segments,
@@ -348,9 +527,9 @@ impl Sender {
         qp: &Qp<RiwDevice>,
         sqe: &uapi::siw_sqe,
         rights: u32,
-    ) -> core::result::Result<(KVec<Source>, u64), u32> {
+    ) -> core::result::Result<(Sources, u64), u32> {
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
-        let mut sources = KVec::new();
+        let mut sources = Sources::new();
         let mut total: u64 = 0;
         if u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_INLINE != 0 {
             let len = sqe.sges()[0].length;
@@ -358,7 +537,7 @@ impl Sender {
                 return Err(LOC_QP_OP_ERR);
             }
             sources
-                .push(Source::Inline { len }, GFP_KERNEL)
+                .push(Source::Inline { len })
                 .map_err(|_| LOC_QP_OP_ERR)?;
             return Ok((sources, u64::from(len)));
         }
@@ -375,14 +554,11 @@ impl Sender {
                 .filter(|r| r.permits(sge.lkey, pd, rights, sge.laddr, u64::from(sge.length)))
                 .ok_or(uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
             sources
-                .push(
-                    Source::Region {
-                        region,
-                        addr: sge.laddr,
-                        len: sge.length,
-                    },
-                    GFP_KERNEL,
-                )
+                .push(Source::Region {
+                    region,
+                    addr: sge.laddr,
+                    len: sge.length,
+                })
                 .map_err(|_| LOC_QP_OP_ERR)?;
             total += u64::from(sge.length);
         }
@@ -391,10 +567,12 @@ impl Sender {
 
     /// Validates send work and plans its segments; `Err` is the completion status to
     /// report.
-    fn start(
+    fn start<O: ZeroCopyOwner>(
         &mut self,
+        owner: &Arc<O>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
+        inbound: &SpinLockBh<Inbound>,
         sqe: &uapi::siw_sqe,
     ) -> core::result::Result<Message, u32> {
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
@@ -450,7 +628,7 @@ impl Sender {
             Opcode::ReadRequest => {
                 // A Read sends no payload: its one SGE, taken out of the sources, is the sink.
                 let (region, sink_stag, sink_to) =
-                    match core::mem::take(&mut sources).into_iter().next() {
+                    match core::mem::replace(&mut sources, Sources::new()).items[0].take() {
                         Some(Source::Region { region, addr, .. }) => {
                             (Some(region), sqe.sges()[0].lkey, addr)
                         }
@@ -514,6 +692,7 @@ impl Sender {
             .map_err(|_| LOC_QP_OP_ERR)?;
         Ok(Message {
             origin,
+            zero_copy: self.zero_copy(owner, inbound, &sources, payload_len),
             sources,
             inline: if inline {
                 sqe.inline_area()
@@ -524,31 +703,36 @@ impl Sender {
         })
     }
 
-    /// Builds the FPDU of one segment of the current message into the frame buffer.
+    /// Builds the FPDU of one segment of the current message into the frame buffer, its
+    /// payload copied in, or for a zero-copy message only its header and trailer.
     fn build(&mut self, header: FpduHeader, offset: u32, len: u32) -> Result {
-        let Self {
-            crc,
-            frame,
-            frame_len,
-            frame_sent,
-            frame_more,
-            message,
-            ..
-        } = self;
-        let m = message.as_ref().ok_or(EINVAL)?;
+        let m = self.message.as_ref().ok_or(EINVAL)?;
+        let frame = &mut self.frame;
         let (mut writer, head) =
-            FpduWriter::<KernelCrc32c>::begin(&header, len as usize, *crc, frame)
+            FpduWriter::<KernelCrc32c>::begin(&header, len as usize, self.crc, frame)
                 .map_err(|_| EINVAL)?;
-        let body_end = head + len as usize;
-        let body = frame.get_mut(head..body_end).ok_or(EINVAL)?;
-        gather(m, offset, body)?;
-        writer.payload(body).map_err(|_| EINVAL)?;
+        let (body_end, zero_copy_len) = if m.zero_copy.is_some() {
+            writer
+                .payload_elsewhere(len as usize, |crc| payload_crc(m, offset, len, crc).ok())
+                .map_err(|_| EINVAL)?
+                .ok_or(EFAULT)?;
+            (head, len as usize)
+        } else {
+            let body_end = head + len as usize;
+            let body = frame.get_mut(head..body_end).ok_or(EINVAL)?;
+            gather(m, offset, body)?;
+            writer.payload(body).map_err(|_| EINVAL)?;
+            (body_end, 0)
+        };
         let tail = writer
             .finish(frame.get_mut(body_end..).ok_or(EINVAL)?)
             .map_err(|_| EINVAL)?;
-        *frame_len = body_end + tail;
-        *frame_sent = 0;
-        *frame_more = !header.segment.last;
+        self.frame_head = body_end;
+        self.frame_len = body_end + tail;
+        self.zero_copy_len = zero_copy_len;
+        self.payload_offset = offset;
+        self.sent = 0;
+        self.frame_more = !header.segment.last;
         Ok(())
     }
 
@@ -562,8 +746,7 @@ impl Sender {
         if let Ok(n) =
             crate::proto::encode_fpdu::<KernelCrc32c>(&header, &[], self.crc, &mut self.frame)
         {
-            self.frame_len = n;
-            self.frame_sent = 0;
+            self.set_frame(n);
             let _ = self.push(sock, false);
         }
     }
@@ -578,8 +761,7 @@ impl Sender {
         });
         let n = crate::proto::encode_fpdu::<KernelCrc32c>(&header, &[], self.crc, &mut self.frame)
             .map_err(|_| EINVAL)?;
-        self.frame_len = n;
-        self.frame_sent = 0;
+        self.set_frame(n);
         self.push(sock, false).map(|_| ())
     }
 }
@@ -590,36 +772,42 @@ impl Source {
             Self::Region { len, .. } | Self::Inline { len } => *len,
         }
     }
+
+    /// Byte `at` of the source in pinned user memory, as that memory and its offset.
+    fn user_memory(&self, at: u32) -> Option<(&UserMemory, usize)> {
+        match self {
+            Self::Region { region, addr, .. } => region.user_memory(addr + u64::from(at)),
+            Self::Inline { .. } => None,
+        }
+    }
 }
 
 /// Copies bytes `offset..offset + out.len()` of the message's payload into `out`.
-fn gather(m: &Message, mut offset: u32, mut out: &mut [u8]) -> Result {
-    for s in m.sources.iter() {
-        if out.is_empty() {
-            break;
-        }
-        let len = s.len();
-        if offset >= len {
-            offset -= len;
-            continue;
-        }
-        let n = ((len - offset) as usize).min(out.len());
-        let (now, rest) = out.split_at_mut(n);
-        match s {
-            Source::Region { region, addr, .. } => region.read(addr + u64::from(offset), now)?,
+fn gather(m: &Message, offset: u32, out: &mut [u8]) -> Result {
+    let mut done = 0;
+    m.sources.each(offset, out.len(), |source, at, n| {
+        let now = out.get_mut(done..done + n).ok_or(EINVAL)?;
+        match source {
+            Source::Region { region, addr, .. } => region.read(addr + u64::from(at), now)?,
             Source::Inline { .. } => {
-                let start = offset as usize;
+                let start = at as usize;
                 now.copy_from_slice(m.inline.get(start..start + n).ok_or(EINVAL)?);
             }
         }
-        out = rest;
-        offset = 0;
-    }
-    if out.is_empty() {
+        done += n;
         Ok(())
-    } else {
-        Err(EINVAL)
-    }
+    })
+}
+
+/// Continues the CRC register `crc` over payload bytes `offset..offset + len` of a
+/// zero-copy message, read in place.
+fn payload_crc(m: &Message, offset: u32, len: u32, mut crc: u32) -> Result<u32> {
+    m.sources.each(offset, len as usize, |source, at, n| {
+        let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
+        crc = mem.crc32c(crc, mem_offset, n)?;
+        Ok(())
+    })?;
+    Ok(crc)
 }
 
 /// Runs a send queue entry that acts on the local STag table (a registration, an
