@@ -23,6 +23,10 @@
 #                 at once, threads posting and polling one QP, a wrong STag and an
 #                 out-of-bounds write ending only their QP; both ends in one process (see
 #                 its header)
+#   zero-copy     where riw takes part, the data path tests again with riw sending every
+#                 message from user memory zero-copy (tx_zerocopy_min=1, not only large
+#                 ones; tx_zerocopy_keep=1, though veth copies the pages anyway) and
+#                 CRC32c on every FPDU (mpa_crc_required=1: the CRC read from the pages)
 #   cm/hostile.py raw TCP clients against a listener (cm serve): garbage, truncated, wrong
 #                 key, oversized private data, silence, bad CRC; each is refused or ended, with
 #                 a log line, nothing stays, and a normal client connects afterwards
@@ -60,7 +64,17 @@ fi
 mapfile -t hostile_tests < <($py "$here/cm/hostile.py" list)
 TOOLS=(rdma_server ucmatose ucmatose_v6)
 TEARDOWN=(peer_to_peer kill_client kill_server link_down link_delete rmmod)
-ktap_set_plan $((${#TOOLS[@]} + ${#cm_tests[@]} + ${#hostile_tests[@]} + ${#TEARDOWN[@]} + 2))
+ZC_TESTS=(write_integrity read_integrity send_integrity mixed_order mt_post_poll)
+zc_tests=()
+if [ -n "$cm" ]; then
+	for t in "${cm_tests[@]}"; do
+		for z in "${ZC_TESTS[@]}"; do
+			[ "${t%% *}" = "$z" ] && zc_tests+=("zc_$t (zero-copy from 1 byte, CRC)")
+		done
+	done
+fi
+ktap_set_plan $((${#TOOLS[@]} + ${#cm_tests[@]} + ${#zc_tests[@]} + ${#hostile_tests[@]} +
+	${#TEARDOWN[@]} + 2))
 
 # Both modules when the drivers differ; riw's first, so that rmmod of either is tested
 # with the other loaded.
@@ -142,6 +156,34 @@ else
 fi
 riw_check "no rdma_cm ids, QPs or connections left after the C part" 30 \
 	riw_poll 10 no_resources || true
+
+# ---- zero-copy ----
+
+ZC_PARAM=/sys/module/riw/parameters/tx_zerocopy_min
+# veth delivers to a local socket, which copies the pages: keep zero-copy on all the same.
+ZC_KEEP=/sys/module/riw/parameters/tx_zerocopy_keep
+CRC_PARAM=/sys/module/riw/parameters/mpa_crc_required
+cm_zero_copy() { # the data path tests, results renamed zc_NAME
+	"$cm" run "$RIW_NS1" "$RIW_NS0" "$srv_drv" "$cli_drv" "${ZC_TESTS[@]}" |
+		sed -u 's/^RESULT \([a-z]*\) /RESULT \1 zc_/'
+}
+if [ ${#zc_tests[@]} -eq 0 ]; then
+	:
+elif [ "$srv_drv" = riw ] || [ "$cli_drv" = riw ]; then
+	zc_default=$(cat "$ZC_PARAM")
+	echo 1 >"$ZC_PARAM"
+	echo 1 >"$ZC_KEEP"
+	echo 1 >"$CRC_PARAM"
+	riw_run_part 400 siw zc_tests bash -c "$(declare -p cm srv_drv cli_drv ZC_TESTS RIW_NS0 \
+		RIW_NS1); $(declare -f cm_zero_copy); cm_zero_copy"
+	echo "$zc_default" >"$ZC_PARAM"
+	echo 0 >"$ZC_KEEP"
+	echo 0 >"$CRC_PARAM"
+else
+	for t in "${zc_tests[@]}"; do
+		ktap_test_skip "${t%% *}: no riw device sends here"
+	done
+fi
 
 # ---- hostile peers ----
 
