@@ -5,8 +5,9 @@
 //! Requester: each RDMA Read sent waits for its response, at most ORD of them at a time.
 //! Work sent zero-copy waits until TCP no longer needs its pages. Send work finished while
 //! earlier work waits is held behind it, so the send CQ sees completions in the order the
-//! work was posted (a completion tells the consumer all earlier work is done too). Responder: Read Requests wait, at most IRD of them,
-//! for the sender to answer them between messages of the send queue.
+//! work was posted (a completion tells the consumer all earlier work is done too).
+//! Responder: Read Requests wait, at most IRD of them, for the sender to answer them
+//! between messages of the send queue.
 
 use crate::cq::{send_completion_opcode, Completion, RiwCq};
 use crate::device::RiwDevice;
