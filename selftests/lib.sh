@@ -22,7 +22,12 @@
 #                                    lines (status pass, fail, xfail, skip), and report one
 #                                    KTAP result per entry of the array NAMES ("name
 #                                    description" each), in that order; a name without a
-#                                    result fails; an xfail is a pass marked "XFAIL WHO"
+#                                    result fails; an xfail is a pass marked "XFAIL WHO";
+#                                    CMD's output shows as it comes, then riw_state if CMD
+#                                    failed or timed out
+#   riw_state                        what a hang leaves behind: TCP sockets of both
+#                                    namespaces, RDMA QPs and cm_ids, and the kernel stacks of
+#                                    tasks blocked (D) or inside riw
 #   riw_bg CMD [ARGS...]             start CMD (a program or function) in the background,
 #                                    killed at exit if still running; its pid in RIW_BG_PID
 #   riw_wait PID SECONDS             wait for a riw_bg command, print its output as diagnostics;
@@ -133,14 +138,35 @@ riw_check() {
 }
 
 riw_run_part() {
-	local secs=$(($1 * RIW_TIMEOUT_SCALE)) who=$2 log line status name why t rc desc
+	local secs=$(($1 * RIW_TIMEOUT_SCALE)) who=$2 log line status name why t rc desc pid
+	local shower end diag diag_pid
 	local -n __riw_names=$3
 	shift 3
 	local -A res=() reason=()
 	log=$(mktemp /tmp/riw-part.XXXXXX)
 	set +e
-	timeout -k 5 "$secs" "$@" >"$log" 2>&1 </dev/null
-	rc=$?
+	timeout -k 5 "$secs" "$@" >"$log" 2>&1 </dev/null &
+	pid=$!
+	# Shown as it comes, so that a run cut short still shows how far it got.
+	exec {diag}> >(riw_diag)
+	diag_pid=$!
+	tail -n +1 -s 0.5 -f --pid="$pid" "$log" >&"$diag" &
+	shower=$!
+	# A CMD stuck in the kernel outlives even SIGKILL: it is given up on, not waited for.
+	end=$((SECONDS + secs + 15))
+	while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 0.5
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill "$shower"
+		rc=124
+	else
+		wait "$pid"
+		rc=$?
+	fi
+	wait "$shower"
+	exec {diag}>&-
+	wait "$diag_pid"
 	set -e
 	while IFS= read -r line; do
 		if [[ $line == "RESULT "* ]]; then
@@ -148,10 +174,12 @@ riw_run_part() {
 			res[$name]=$status
 			reason[$name]=$why
 		fi
-		echo "# $line"
 	done <"$log"
 	rm -f "$log"
-	[ $rc -eq 0 ] || echo "# part exited with status $rc$([ $rc -ne 124 ] || echo ", timed out after $secs s")"
+	if [ $rc -ne 0 ]; then
+		echo "# part exited with status $rc$([ $rc -ne 124 ] || echo ", timed out")"
+		riw_state | riw_diag
+	fi
 	for t in "${__riw_names[@]}"; do
 		name=${t%% *}
 		desc="$name: ${t#* }"
@@ -167,6 +195,24 @@ riw_run_part() {
 			;;
 		*) ktap_test_fail "$desc" ;;
 		esac
+	done
+}
+
+riw_state() {
+	local ns t
+	for ns in "${RIW_NS0:-}" "${RIW_NS1:-}"; do
+		[ -n "$ns" ] && ip netns list | grep -qw "$ns" || continue
+		echo "TCP sockets in $ns:"
+		ip netns exec "$ns" ss -tanmoi
+	done
+	echo "RDMA resources:"
+	rdma resource show qp
+	rdma resource show cm_id
+	for t in /proc/[0-9]*; do
+		grep -q '^State:.*D (' "$t/status" 2>/dev/null ||
+			grep -qs riw "$t/stack" || continue
+		echo "task ${t#/proc/} $(cat "$t/comm" 2>/dev/null), $(grep '^State' "$t/status" 2>/dev/null):"
+		cat "$t/stack" 2>/dev/null
 	done
 }
 

@@ -26,7 +26,9 @@
  *
  * Addresses: the server device sits on 192.0.2.2 / 2001:db8::2, the client device on
  * 192.0.2.1 / 2001:db8::1 (riw_cm.sh sets them up). Every subtest uses ports of its own,
- * from 20000 up. Timeouts are multiplied by RIW_TIMEOUT_SCALE.
+ * from 20000 up. Timeouts are multiplied by RIW_TIMEOUT_SCALE. A subtest still running
+ * after SUBTEST_LIMIT seconds (scaled) fails and ends `run`: the subtests after it then have
+ * no result, which the shell counts as failures.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -2303,6 +2305,28 @@ static void kmsg_mark(const char *name)
 	}
 }
 
+/* A subtest that has not ended after this many seconds (scaled) is reported failed and
+ * the run ends there, so that a hang names its subtest well within kselftest's timeout. */
+#define SUBTEST_LIMIT 60
+
+static const char *running;
+
+static void write_str(const char *s)
+{
+	ssize_t n = write(STDOUT_FILENO, s, strlen(s));
+
+	(void)n;
+}
+
+static void on_watchdog(int sig)
+{
+	(void)sig;
+	write_str("watchdog: subtest still running, the run ends here\nRESULT fail ");
+	write_str(running);
+	write_str(" no end within the subtest time limit\n");
+	_exit(3);
+}
+
 static int run(int argc, char **argv)
 {
 	ns_srv = open_ns(argv[0]);
@@ -2315,6 +2339,7 @@ static int run(int argc, char **argv)
 		perror("rdma_create_event_channel");
 		return 2;
 	}
+	signal(SIGALRM, on_watchdog);
 	for (unsigned i = 0; i < N_TESTS; i++) {
 		bool pick = argc <= 4;
 
@@ -2328,7 +2353,10 @@ static int run(int argc, char **argv)
 		kmsg_mark(tests[i].name);
 		double t0 = now();
 
+		running = tests[i].name;
+		alarm(SUBTEST_LIMIT * scale);
 		tests[i].fn();
+		alarm(0);
 		diag("(%.1f s)", now() - t0);
 		if (n_fail)
 			printf("RESULT fail %s\n", tests[i].name);
