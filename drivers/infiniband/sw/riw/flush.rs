@@ -6,7 +6,7 @@
 //! periodically, and whatever was posted since is completed as flushed.
 
 use crate::device::RiwDevice;
-use crate::kernel_ext::rdma::QpRef;
+use crate::kernel_ext::rdma::{Qp, QpRef};
 use crate::kernel_ext::workqueue::{msecs_to_jiffies, DelayedWork, DelayedWorkItem, Queue};
 use crate::qp::RiwQp;
 use kernel::prelude::*;
@@ -39,9 +39,9 @@ impl Flusher {
 
     /// Watches `qp`, which just entered ERROR.
     pub(crate) fn watch(self: &Arc<Self>, qp: QpRef<RiwDevice>) {
-        let num = qp.qp_num();
         let mut qps = self.qps.lock();
-        if qps.iter().any(|q| q.qp_num() == num) {
+        // By identity: a QP being destroyed may still be here with the number of a new one.
+        if qps.iter().any(|q| same_qp(q, &qp)) {
             return;
         }
         if qps.push(qp, GFP_KERNEL).is_ok() {
@@ -49,10 +49,11 @@ impl Flusher {
         }
     }
 
-    /// Forgets the QP numbered `num` (it is being destroyed).
-    pub(crate) fn forget(&self, num: u32) {
+    /// Forgets `qp` (it is being destroyed). A connection ending at the same time may
+    /// still ask to watch it afterwards: the next run lets go of it then.
+    pub(crate) fn forget(&self, qp: &Qp<RiwDevice>) {
         let mut qps = self.qps.lock();
-        Self::retain(&mut qps, |q| q.qp_num() != num);
+        Self::retain(&mut qps, |q| !same_qp(q, qp));
     }
 
     /// Stops for good (the device goes); nothing runs once this returns.
@@ -71,6 +72,10 @@ impl Flusher {
             }
         }
     }
+}
+
+fn same_qp(a: &Qp<RiwDevice>, b: &Qp<RiwDevice>) -> bool {
+    core::ptr::eq(a, b)
 }
 
 impl DelayedWorkItem for Flusher {

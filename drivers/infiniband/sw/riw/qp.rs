@@ -51,6 +51,9 @@ struct QpMutable {
     rq_put: u32,
     /// The connection, from RTS until it ends.
     ep: Option<Arc<Endpoint>>,
+    /// The QP is being destroyed: the flusher must let go of it, even if a connection
+    /// that ended at the same time asked it to watch the QP after the destroy's `forget`.
+    destroyed: bool,
 }
 
 /// A riw queue pair.
@@ -147,6 +150,7 @@ impl RiwQp {
                     sq_put: 0,
                     rq_put: 0,
                     ep: None,
+                    destroyed: false,
                 },
                 "riw_qp"
             ),
@@ -188,12 +192,13 @@ impl RiwQp {
         let ep = {
             let mut q = this.mutable.lock();
             q.state = QpState::Error;
+            q.destroyed = true;
             q.ep.take()
         };
         if let Some(ep) = ep {
             ep.request_close(CloseMode::Abort);
         }
-        dev.flusher.forget(qp.qp_num());
+        dev.flusher.forget(qp);
         dev.qp_nums.free(qp.qp_num());
         dev.qps.put();
     }
@@ -340,11 +345,12 @@ impl RiwQp {
         Ok(())
     }
 
-    /// Flushes what userspace posted since, if the QP is in ERROR; false if it is not.
+    /// Flushes what userspace posted since, if the QP is in ERROR; false if it is not, or
+    /// is being destroyed (the destroy waits for the flusher's reference).
     pub(crate) fn flush_if_error(qp: &Qp<RiwDevice>) -> bool {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
-        if q.state != QpState::Error {
+        if q.state != QpState::Error || q.destroyed {
             return false;
         }
         Self::flush(qp, &mut q);
