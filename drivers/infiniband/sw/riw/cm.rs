@@ -301,8 +301,9 @@ impl ZeroCopyOwner for Endpoint {
                 inbound.reads.zero_copy_released(qp, token);
             }
         }
-        // The sender may wait for this (a close drains it first). The queued work holds a
-        // reference, so `this` is never the last one here: dropping that may sleep.
+        // The sender may wait for this (a close drains it first). Should the work run and
+        // end meanwhile, `this` is the last reference, dropped here in softirq: that is
+        // only after the teardown, when nothing left in the endpoint sleeps to free.
         this.kick();
     }
 }
@@ -1053,17 +1054,10 @@ impl Endpoint {
                 }
                 self.inbound.lock().rx.flush(&qp);
             }
-            // Receiving ends with the connection; what it held goes (here, where dropping
-            // may sleep).
-            let (reads, qp_ref) = {
-                let mut inbound = self.inbound.lock();
-                inbound.outcome = None;
-                (
-                    core::mem::replace(&mut inbound.reads, Reads::none()),
-                    inbound.qp.take(),
-                )
-            };
-            drop((reads, qp_ref));
+            // Receiving ends with the connection: all it held goes now, outside the lock,
+            // rather than with the endpoint's last reference (which may go in softirq).
+            let ended = core::mem::replace(&mut *self.inbound.lock(), Inbound::new());
+            drop(ended);
             // Our own reference comes back from the QP; dropped here, it is not the last.
             drop(RiwQp::connection_lost(&self.dev, &qp, self));
         }
