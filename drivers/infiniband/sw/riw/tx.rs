@@ -727,8 +727,13 @@ impl Sender {
         let tail = writer
             .finish(frame.get_mut(body_end..).ok_or(EINVAL)?)
             .map_err(|_| EINVAL)?;
-        self.frame_head = body_end;
         self.frame_len = body_end + tail;
+        // A frame wholly in the buffer goes in one socket call, not two around its payload.
+        self.frame_head = if zero_copy_len == 0 {
+            self.frame_len
+        } else {
+            body_end
+        };
         self.zero_copy_len = zero_copy_len;
         self.payload_offset = offset;
         self.sent = 0;
