@@ -104,7 +104,8 @@ fn fill(dst: &mut [u8], have: &mut usize, need: usize, src: &[u8]) -> usize {
     let take = need.saturating_sub(*have).min(src.len());
     let end = have.saturating_add(take);
     if let (Some(d), Some(s)) = (dst.get_mut(*have..end), src.get(..take)) {
-        d.copy_from_slice(s);
+        // Equal lengths, but not provably so: a zip copies without a panic path.
+        d.iter_mut().zip(s).for_each(|(d, s)| *d = *s);
         *have = end;
         take
     } else {
