@@ -25,11 +25,13 @@ all: module
 module:
 	@$(scripts)/build-module.sh $(VARIANT)
 
-kernel:
+# The kernels' cache key covers the installed toolchain, so install before looking it up.
+kernel: deps
 	@$(scripts)/build-kernel.sh release
 	@$(scripts)/build-kernel.sh debug
 
 kernel-image:
+	@$(scripts)/install-deps.sh >&2
 	@$(scripts)/build-kernel.sh $(VARIANT) >&2
 	@$(env); echo "$$(riw_kernel_dir $(VARIANT))/linux/arch/x86/boot/bzImage"
 

@@ -13,7 +13,8 @@ RIW_CACHE="${RIW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/riw}"
 RIW_TOP="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # riw_kernel_dir VARIANT: the cache directory of that kernel, keyed by the source package
-# version, the config fragments, this toolchain and the build script itself.
+# version, the config fragments, this toolchain and the build script itself. Those change
+# when install-deps.sh installs them, so callers run it before looking a kernel up.
 riw_kernel_dir() {
 	local variant=$1 frags key
 	case $variant in
