@@ -139,7 +139,7 @@ riw_check() {
 
 riw_run_part() {
 	local secs=$(($1 * RIW_TIMEOUT_SCALE)) who=$2 log line status name why t rc desc pid
-	local shower end diag diag_pid
+	local diag diag_pid
 	local -n __riw_names=$3
 	shift 3
 	local -A res=() reason=()
@@ -147,24 +147,16 @@ riw_run_part() {
 	set +e
 	timeout -k 5 "$secs" "$@" >"$log" 2>&1 </dev/null &
 	pid=$!
-	# Shown as it comes, so that a run cut short still shows how far it got.
 	exec {diag}> >(riw_diag)
 	diag_pid=$!
-	tail -n +1 -s 0.5 -f --pid="$pid" "$log" >&"$diag" &
-	shower=$!
+	# The output shows as it comes, so that a run cut short still shows how far it got.
 	# A CMD stuck in the kernel outlives even SIGKILL: it is given up on, not waited for.
-	end=$((SECONDS + secs + 15))
-	while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do
-		sleep 0.5
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill "$shower"
-		rc=124
-	else
+	if timeout $((secs + 15)) tail -n +1 -s 0.5 -f --pid="$pid" "$log" >&"$diag"; then
 		wait "$pid"
 		rc=$?
+	else
+		rc=124
 	fi
-	wait "$shower"
 	exec {diag}>&-
 	wait "$diag_pid"
 	set -e
