@@ -27,15 +27,22 @@ port_field() {
 
 riw_result "port ACTIVE/LINK_UP while $RIW_DEV0 is up" port_is ACTIVE LINK_UP
 
-# ibv_asyncwatch reports the port events riw dispatches.
+# ibv_asyncwatch reports the port events riw dispatches: from when it has the device open
+# (ip and stdbuf exec it, so it keeps their pid), events queue on its file.
 riw_bg ip netns exec "$RIW_NS0" stdbuf -oL ibv_asyncwatch -d riw0
 watch=$RIW_BG_PID
-sleep $((2 * RIW_TIMEOUT_SCALE))
+watching() {
+	ls -l /proc/"$watch"/fd 2>/dev/null | grep -q /dev/infiniband/uverbs
+}
+riw_poll 20 watching || echo "# ibv_asyncwatch has not opened riw0 yet"
 in0 ip link set "$RIW_DEV0" down
 riw_result "port DOWN/DISABLED after ip link set down" riw_poll 5 port_is DOWN DISABLED
 in0 ip link set "$RIW_DEV0" up
 riw_result "port ACTIVE/LINK_UP after ip link set up" riw_poll 5 port_is ACTIVE LINK_UP
-sleep $((1 * RIW_TIMEOUT_SCALE))
+active_seen() {
+	grep -q IBV_EVENT_PORT_ACTIVE "${__riw_bg_log[$watch]}"
+}
+riw_poll 10 active_seen || true
 kill "$watch"
 events=$(riw_wait "$watch" 10 || true)
 echo "$events"
