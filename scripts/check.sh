@@ -41,7 +41,10 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# connections not yet accepted; after one report lockdep is off for the rest of the
 	# boot. So riw's own suites keep a lockdep of their own, and lib.sh names siw's report
 	# (and only it) when it shows up in those guests.
-	# One guest per pattern; the two directions of interoperability each get one.
+	# One guest per pattern; the two directions of interoperability each get one. The
+	# smoke test keeps its own too: siw is unloaded at its end, and a lockdep report that
+	# came later would show siw's saved stack traces under the symbols of whatever module
+	# was loaded at those addresses since, which would hide whose report it is.
 	with_siw=('riw_smoke\.sh' 'riw_(cm|data)_riw_siw\.sh' 'riw_(cm|data)_siw_riw\.sh')
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own=()
@@ -52,9 +55,12 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	done
 	filters=("^($(IFS='|'; echo "${own[*]}"))\$")
 	for re in "${with_siw[@]}"; do filters+=("^$re\$"); done
+	# A guest takes 1 to 15 minutes here; one that hangs is given up on long before CI's
+	# own limit, and the others still run.
 	for filter in "${filters[@]}"; do
 		echo "check: guest suite on the debug kernel: $filter"
-		selftests/vm/kselftest.sh --variant debug --module "$(riw_module_dir debug)/riw.ko" \
+		selftests/vm/kselftest.sh --variant debug --timeout 2400 \
+			--module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kconn_test.ko" \
 			--filter "$filter" 2>&1 | tee "$log/guest.log"

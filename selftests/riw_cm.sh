@@ -139,18 +139,18 @@ tool_pair() { # PORT SERVER_CMD... -- CLIENT_CMD...
 }
 riw_check "rdma_server: rdma_server/rdma_client over $SRV4" 60 \
 	tool_pair 7471 rdma_server -s $SRV4 -p 7471 -- rdma_client -s $SRV4 -p 7471 || true
-riw_check "ucmatose: 8 connections, 200 messages each, over $SRV4" 120 \
+riw_check "ucmatose: 8 connections, 200 messages each, over $SRV4" 30 \
 	tool_pair 7472 ucmatose -b $SRV4 -p 7472 -c 8 -C 200 -- \
 	ucmatose -s $SRV4 -p 7472 -c 8 -C 200 || true
-riw_check "ucmatose_v6: 4 connections, 100 messages each, over $SRV6" 120 \
+riw_check "ucmatose_v6: 4 connections, 100 messages each, over $SRV6" 30 \
 	tool_pair 7473 ucmatose -b $SRV6 -p 7473 -c 4 -C 100 -- \
 	ucmatose -s $SRV6 -p 7473 -c 4 -C 100 || true
 
 # ---- the C part ----
 
 if [ -n "$cm" ]; then
-	# About 150 s on the debug kernel; cm.c's own watchdog ends a subtest that hangs.
-	riw_run_part 120 siw cm_tests "$cm" run "$RIW_NS1" "$RIW_NS0" "$srv_drv" "$cli_drv"
+	# About 100 s on the debug kernel; cm.c's own watchdog ends a subtest that hangs.
+	riw_run_part 40 siw cm_tests "$cm" run "$RIW_NS1" "$RIW_NS0" "$srv_drv" "$cli_drv"
 else
 	riw_diag <<<"$cm_build"
 	ktap_test_fail "${cm_tests[0]}"
@@ -192,7 +192,7 @@ fi
 # siw listener in an interoperability run they would only repeat that run (and siw leaks an
 # endpoint for some of them, which kmemleak reports).
 if [ "$srv_drv" = riw ] || [ "$cli_drv" = siw ]; then
-	riw_run_part 600 siw hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" \
+	riw_run_part 40 siw hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" \
 		run "$cm" "$RIW_NS1" "$srv_drv" 7480
 else
 	for t in "${hostile_tests[@]}"; do

@@ -93,7 +93,7 @@ connect() {
 	echo "block device $(nvme_blockdev), $(riw_qps) riw QPs (admin and I/O queues, both ends)"
 }
 riw_defer nvme disconnect -n "$NQN"
-riw_check "nvme connect over riw: admin and I/O queues up, namespace attached" 120 \
+riw_check "nvme connect over riw: admin and I/O queues up, namespace attached" 30 \
 	connect || true
 blk=$(nvme_blockdev || echo /dev/null)
 
@@ -103,7 +103,7 @@ write_read() {
 	dd if="$blk" of="$tmp/back" bs=1M count=16 iflag=direct status=none || return
 	cmp "$tmp/pattern" "$tmp/back"
 }
-riw_check "16 MiB written with O_DIRECT and read back: identical" 300 write_read || true
+riw_check "16 MiB written with O_DIRECT and read back: identical" 30 write_read || true
 
 target_file() {
 	sync || return
@@ -119,7 +119,7 @@ fio_verify() {
 			--rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=4 --size=8M \
 			--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting
 }
-riw_check "fio: 4 jobs of random 4 KiB to 128 KiB writes, depth 16, each block verified" 600 \
+riw_check "fio: 4 jobs of random 4 KiB to 128 KiB writes, depth 16, each block verified" 60 \
 	fio_verify || true
 
 disconnect() {
@@ -127,7 +127,7 @@ disconnect() {
 	riw_poll 30 eval '! nvme_blockdev >/dev/null' || return
 	riw_poll 30 eval '[ "$(riw_qps)" -eq 0 ]'
 }
-riw_check "nvme disconnect: the namespace and every riw QP gone" 120 disconnect || true
+riw_check "nvme disconnect: the namespace and every riw QP gone" 30 disconnect || true
 
 riw_check "the target goes down and the riw device with it" 60 \
 	eval 'target_down && rdma link delete nvriw0' || true
