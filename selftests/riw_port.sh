@@ -27,12 +27,13 @@ port_field() {
 
 riw_result "port ACTIVE/LINK_UP while $RIW_DEV0 is up" port_is ACTIVE LINK_UP
 
-# ibv_asyncwatch reports the port events riw dispatches: from when it has the device open
-# (ip and stdbuf exec it, so it keeps their pid), events queue on its file.
+# ibv_asyncwatch reports the port events riw dispatches: from when its async event file
+# shows among its descriptors (ip and stdbuf exec it, so it keeps their pid), the core
+# queues events there.
 riw_bg ip netns exec "$RIW_NS0" stdbuf -oL ibv_asyncwatch -d riw0
 watch=$RIW_BG_PID
 watching() {
-	ls -l /proc/"$watch"/fd 2>/dev/null | grep -q /dev/infiniband/uverbs
+	ls -l /proc/"$watch"/fd 2>/dev/null | grep -qF '[infinibandevent]'
 }
 riw_poll 20 watching || echo "# ibv_asyncwatch has not opened riw0 yet"
 in0 ip link set "$RIW_DEV0" down
