@@ -114,6 +114,7 @@ riw_result() {
 
 riw_kmod_results() { # NAME
 	local results line
+	dmesg | grep -oE "$1: # .*" | sed "s/^$1: //" || true
 	results=$(dmesg | grep -oE "$1: (not )?ok [0-9]+ .*" | sed "s/^$1: //" || true)
 	ktap_set_plan $(($(grep -c . <<<"$results") + 1))
 	while read -r line; do
@@ -265,6 +266,16 @@ riw_netns_setup() {
 	ip -n "$RIW_NS1" link set lo up
 	ip -n "$RIW_NS0" link set "$RIW_DEV0" up
 	ip -n "$RIW_NS1" link set "$RIW_DEV1" up
+	# Until linkwatch marks a veth end operationally up its qdisc drops every packet, so
+	# a consumer resolving an address at once (a kernel one has a single 5 s attempt)
+	# would see its ARP requests vanish.
+	riw_poll 10 __riw_link_up "$RIW_NS0" "$RIW_DEV0" &&
+		riw_poll 10 __riw_link_up "$RIW_NS1" "$RIW_DEV1" ||
+		echo "# $RIW_DEV0 or $RIW_DEV1 not operationally up after 10 s"
+}
+
+__riw_link_up() { # NS DEV
+	ip -n "$1" -o link show dev "$2" | grep -q ' state UP '
 }
 
 # A server driver on namespace 1's end and a client driver on namespace 0's: loads both

@@ -65,6 +65,10 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct side *s = id->context;
 
+	/* An error event is what a failed check would not show: name it in the log. */
+	if (ev->status)
+		pr_info("riw_kconn_test: # %s: %s, status %d\n", s == &server ? "server" : "client",
+			rdma_event_msg(ev->event), ev->status);
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		s->id = id;
 	if (ev->event < BITS_PER_LONG)
@@ -468,6 +472,7 @@ static int __init riw_kconn_test_init(void)
 	struct net *snet = NULL, *cnet = NULL;
 	struct rdma_cm_id *cid = NULL;
 	bool connected = false;
+	int ret;
 
 	init_waitqueue_head(&server.wq);
 	init_waitqueue_head(&client.wq);
@@ -489,7 +494,10 @@ static int __init riw_kconn_test_init(void)
 	if (IS_ERR(cid))
 		goto out_listener;
 	client.id = cid;
-	check(!rdma_resolve_addr(cid, NULL, (struct sockaddr *)&addr, 5000) &&
+	ret = rdma_resolve_addr(cid, NULL, (struct sockaddr *)&addr, 5000);
+	if (ret)
+		pr_info("riw_kconn_test: # rdma_resolve_addr: %d\n", ret);
+	check(!ret &&
 	      wait_cm(&client, RDMA_CM_EVENT_ADDR_RESOLVED) && !rdma_resolve_route(cid, 5000) &&
 	      wait_cm(&client, RDMA_CM_EVENT_ROUTE_RESOLVED), "resolve the server (client namespace)");
 	if (!test_bit(RDMA_CM_EVENT_ROUTE_RESOLVED, &client.seen))
