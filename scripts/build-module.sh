@@ -17,8 +17,10 @@ kdir=$(riw_kernel_dir "$variant")
 bdir=$(riw_module_dir "$variant")
 mkdir -p "$bdir"
 
-# Sources only; what the build generated stays (excluded files survive --delete).
-rsync -a --delete \
+# Sources only; what the build generated stays (excluded files survive --delete). Files
+# are compared by content and a changed one gets the time of the copy, not its own: a
+# source older than its object (another worktree's, say) still rebuilds.
+rsync -rlpgoD --checksum --delete \
 	--exclude='*_generated.rs' --exclude='target/' --exclude='fuzz/' --exclude='testdata/' \
 	--include='*/' --include='Kbuild' --include='*.rs' --include='*.c' --include='*.h' \
 	--include='scripts/*.sh' --exclude='*' \
