@@ -438,6 +438,25 @@ size_t riw_sock_readable(struct sock *sk)
 	return max(tcp_inq(sk), 0);
 }
 
+/*
+ * Nothing left to read and nothing else to find by reading: no end of stream, no error.
+ * The caller holds the socket's lock, so neither can arrive meanwhile.
+ */
+bool riw_sock_drained(struct sock *sk)
+{
+	return tcp_inq(sk) <= 0 && !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
+	       !READ_ONCE(sk->sk_err);
+}
+
+/* As riw_sock_drained(), without the socket's lock: the fields are read as tcp_poll() does. */
+bool riw_sock_nothing_to_read(struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return READ_ONCE(tp->rcv_nxt) == READ_ONCE(tp->copied_seq) &&
+	       !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) && !READ_ONCE(sk->sk_err);
+}
+
 int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx)
 {
 	struct riw_sock_reader reader = { .fn = fn, .ctx = ctx };

@@ -236,6 +236,13 @@ impl LockedSocket<'_> {
         unsafe { bindings::riw_sock_readable(self.sk) }
     }
 
+    /// Whether a read now would only find nothing there yet: no bytes, no end of
+    /// stream, no error.
+    pub fn drained(&self) -> bool {
+        // SAFETY: A live, locked TCP socket (type invariant).
+        unsafe { bindings::riw_sock_drained(self.sk) }
+    }
+
     /// Reads what is there in place, without blocking: hands each contiguous run of
     /// received bytes, straight from the socket's buffers, to `reader`, which returns how
     /// many it used; using fewer stops the read there, the rest staying for the next one.
@@ -623,6 +630,14 @@ impl<H: SocketHandler> TcpStream<H> {
             return Err(Error::from_errno(ret));
         }
         Ok(ret as usize)
+    }
+
+    /// Whether nothing waits to be read: no bytes, no end of stream, no error. A hint,
+    /// taken without the socket's lock (as `poll` does): what arrives after it raises the
+    /// socket's callbacks.
+    pub fn nothing_to_read(&self) -> bool {
+        // SAFETY: A live socket; the helper reads its fields with READ_ONCE only.
+        unsafe { bindings::riw_sock_nothing_to_read(self.sock.sk()) }
     }
 
     /// Runs `f` with the socket locked (`lock_sock`); `f` must not use the socket other

@@ -916,6 +916,18 @@ impl Endpoint {
         let (Some(sock), true) = (g.socket.as_ref(), g.conn.is_some()) else {
             return;
         };
+        // Woken only for the sender (a Read Request to answer, held work released): the
+        // receiver has nothing to do, and the socket's lock and a read would only delay
+        // the response. Data arriving after this look wakes the work item again.
+        if sock.nothing_to_read() {
+            let mut inbound = self.inbound.lock();
+            if inbound.qp.is_some() && inbound.outcome.is_none() {
+                inbound.reads.take_sender_wanted();
+                let rtr = inbound.rx.take_rtr();
+                drop(inbound);
+                return self.established_tx(g, &qp, RxEnd::Idle, rtr);
+            }
+        }
         let (rx_end, rtr) = sock.with_lock(|sock| {
             let mut inbound = self.inbound.lock();
             let end = match inbound.outcome.take() {
@@ -930,6 +942,18 @@ impl Endpoint {
             inbound.reads.take_sender_wanted();
             (end, inbound.rx.take_rtr())
         });
+        self.established_tx(g, &qp, rx_end, rtr);
+    }
+
+    /// What follows a receive step: the ready-to-receive message reported, the
+    /// connection ended if receiving ended it, else the sender run.
+    fn established_tx(
+        self: &Arc<Self>,
+        g: &mut EpInner,
+        qp: &QpRef<RiwDevice>,
+        rx_end: RxEnd,
+        rtr: bool,
+    ) {
         if rtr {
             if let Some(conn) = g.conn.as_mut() {
                 conn.tx_held = false;
@@ -947,11 +971,11 @@ impl Endpoint {
                     pr_warn!("{} terminated: {}\n", PeerName(g.remote), why);
                 }
                 send_terminate(g, terminate);
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
             }
             RxEnd::LocalError { terminate } => {
                 send_terminate(g, terminate);
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
             }
             RxEnd::Terminated(t) => {
                 if ratelimit() {
@@ -963,10 +987,10 @@ impl Endpoint {
                         t.cause.code()
                     );
                 }
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
             }
         }
-        self.transmit(g, &qp);
+        self.transmit(g, qp);
     }
 
     /// Runs the sender: Read responses and the send queue, up to the budget.
