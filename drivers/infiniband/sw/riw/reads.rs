@@ -363,6 +363,11 @@ impl Reads {
         self.requests.push_back(request).map_err(|_| ENOMEM)
     }
 
+    /// Whether Read Requests wait for their responses.
+    pub(crate) fn has_requests(&self) -> bool {
+        !self.requests.is_empty()
+    }
+
     /// The next Read Request to answer; it counts against IRD until `responded`.
     pub(crate) fn take_request(&mut self) -> Option<InboundRead> {
         let request = self.requests.pop_front()?;

@@ -390,12 +390,39 @@ impl Sender {
         inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<Option<Message>, ()> {
         self.respond_first = !self.respond_first;
-        if self.respond_first {
-            if let Some(request) = reads(inbound, |r| r.take_request()) {
-                return self.response(owner, request, inbound).map(Some);
-            }
-        }
-        while let Some(sqe) = self.next_work(qp, inbound)? {
+        let respond_first = self.respond_first;
+        loop {
+            // One look at the Read state per decision: the receiver shares its lock, and
+            // each taking costs (a message used to take it five times). Meanwhile the
+            // receiver can only lift a limit (a Read answered, work released) and wakes
+            // the sender when it does: a stale look defers work, never oversteps ORD or
+            // a fence.
+            let look = reads(inbound, |r| {
+                if respond_first {
+                    if let Some(request) = r.take_request() {
+                        return Look::Respond(request);
+                    }
+                }
+                Look::Work(WorkLimits {
+                    can_take: r.can_take(),
+                    may_read: r.may_read(),
+                    reads_waiting: r.reads_waiting(),
+                    requests: r.has_requests(),
+                })
+            });
+            let limits = match look {
+                Look::Respond(request) => return self.response(owner, request, inbound).map(Some),
+                Look::Work(limits) => limits,
+            };
+            let Some(sqe) = self.next_work(qp, &limits)? else {
+                if !limits.requests {
+                    return Ok(None);
+                }
+                return match reads(inbound, |r| r.take_request()) {
+                    Some(request) => self.response(owner, request, inbound).map(Some),
+                    None => Ok(None),
+                };
+            };
             match local_operation(dev, qp, &sqe) {
                 Some(Ok(())) => {
                     reads(inbound, |r| r.finished(qp, SendWork::new(&sqe, 0)));
@@ -415,29 +442,20 @@ impl Sender {
                 }
             };
         }
-        match reads(inbound, |r| r.take_request()) {
-            Some(request) => self.response(owner, request, inbound).map(Some),
-            None => Ok(None),
-        }
     }
 
-    /// The send queue's next work request, if it may start now: one that must wait for
-    /// Reads (ORD, fence) is held until a Read Response completes a Read. `Err` if it
-    /// failed at once.
+    /// The send queue's next work request, if it may start now under `limits`: one that
+    /// must wait for Reads (ORD, fence) is held until a Read Response completes a Read.
+    /// `Err` if it failed at once.
     fn next_work(
         &mut self,
         qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        limits: &WorkLimits,
     ) -> core::result::Result<Option<uapi::siw_sqe>, ()> {
-        // One look at the Read state serves both questions. Meanwhile the receiver can only
-        // lift a limit (a Read answered, work released), and wakes the sender when it
-        // does: a stale look defers work, never oversteps ORD or a fence.
-        let (can_take, may_read, reads_waiting) =
-            reads(inbound, |r| (r.can_take(), r.may_read(), r.reads_waiting()));
         let taken = self
             .held
             .take()
-            .or_else(|| can_take.then(|| RiwQp::take_send(qp)).flatten());
+            .or_else(|| limits.can_take.then(|| RiwQp::take_send(qp)).flatten());
         let Some(sqe) = taken else {
             return Ok(None);
         };
@@ -446,13 +464,13 @@ impl Sender {
             u32::from(sqe.opcode),
             uapi::siw_opcode_SIW_OP_READ | uapi::siw_opcode_SIW_OP_READ_LOCAL_INV
         );
-        if is_read && may_read.is_none() {
+        if is_read && limits.may_read.is_none() {
             // ORD 0: the peer takes no Read Requests; sending one would only be refused.
             let status = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
             complete_send(qp, &SendWork::failed(&sqe), status);
             return Err(());
         }
-        if (fenced && reads_waiting) || (is_read && may_read == Some(false)) {
+        if (fenced && limits.reads_waiting) || (is_read && limits.may_read == Some(false)) {
             self.held = Some(sqe);
             return Ok(None);
         }
@@ -843,6 +861,26 @@ fn local_operation(
         }
         _ => None,
     }
+}
+
+/// What one look at the Read state found for the sender.
+enum Look {
+    /// A Read Request to answer now.
+    Respond(InboundRead),
+    /// Send work may go, within these limits.
+    Work(WorkLimits),
+}
+
+/// The Read state's limits on send work, as of one look.
+struct WorkLimits {
+    /// Room to track more work (see `Reads::can_take`).
+    can_take: bool,
+    /// Whether a Read may go now; `None` if none ever may (ORD 0).
+    may_read: Option<bool>,
+    /// Reads wait for their responses (a fence waits for them).
+    reads_waiting: bool,
+    /// Read Requests wait for their responses.
+    requests: bool,
 }
 
 /// Runs `f` on the connection's Read state, locked for that step only: the receiver
