@@ -439,16 +439,10 @@ size_t riw_sock_readable(struct sock *sk)
 }
 
 /*
- * Nothing left to read and nothing else to find by reading: no end of stream, no error.
- * The caller holds the socket's lock, so neither can arrive meanwhile.
+ * Nothing to read and nothing else to find by reading: no bytes, no end of stream, no
+ * error. The fields are read as tcp_poll() reads them, so the socket's lock is not needed;
+ * a caller that holds it gets an answer nothing can change meanwhile.
  */
-bool riw_sock_drained(struct sock *sk)
-{
-	return tcp_inq(sk) <= 0 && !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
-	       !READ_ONCE(sk->sk_err);
-}
-
-/* As riw_sock_drained(), without the socket's lock: the fields are read as tcp_poll() does. */
 bool riw_sock_nothing_to_read(struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);

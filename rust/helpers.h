@@ -91,7 +91,6 @@ int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more);
 typedef size_t (*riw_sock_chunk_fn)(void *ctx, const u8 *data, size_t len);
 int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx);
 size_t riw_sock_readable(struct sock *sk);
-bool riw_sock_drained(struct sock *sk);
 bool riw_sock_nothing_to_read(struct sock *sk);
 void riw_sock_lock(struct socket *sock);
 void riw_sock_unlock(struct socket *sock);

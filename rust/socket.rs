@@ -239,8 +239,8 @@ impl LockedSocket<'_> {
     /// Whether a read now would only find nothing there yet: no bytes, no end of
     /// stream, no error.
     pub fn drained(&self) -> bool {
-        // SAFETY: A live, locked TCP socket (type invariant).
-        unsafe { bindings::riw_sock_drained(self.sk) }
+        // SAFETY: A live TCP socket (type invariant).
+        unsafe { bindings::riw_sock_nothing_to_read(self.sk) }
     }
 
     /// Reads what is there in place, without blocking: hands each contiguous run of

@@ -919,41 +919,33 @@ impl Endpoint {
         // Woken only for the sender (a Read Request to answer, held work released): the
         // receiver has nothing to do, and the socket's lock and a read would only delay
         // the response. Data arriving after this look wakes the work item again.
-        if sock.nothing_to_read() {
-            let mut inbound = self.inbound.lock();
-            if inbound.qp.is_some() && inbound.outcome.is_none() {
-                inbound.reads.take_sender_wanted();
-                let rtr = inbound.rx.take_rtr();
-                drop(inbound);
-                return self.established_tx(g, &qp, RxEnd::Idle, rtr);
-            }
-        }
-        let (rx_end, rtr) = sock.with_lock(|sock| {
-            let mut inbound = self.inbound.lock();
-            let end = match inbound.outcome.take() {
-                Some(end) => end,
-                None => {
-                    if inbound.qp.is_none() {
-                        inbound.qp = Some(qp.clone());
+        let sender_only = sock
+            .nothing_to_read()
+            .then(|| {
+                let mut inbound = self.inbound.lock();
+                (inbound.qp.is_some() && inbound.outcome.is_none()).then(|| {
+                    inbound.reads.take_sender_wanted();
+                    (RxEnd::Idle, inbound.rx.take_rtr())
+                })
+            })
+            .flatten();
+        let (rx_end, rtr) = match sender_only {
+            Some(step) => step,
+            None => sock.with_lock(|sock| {
+                let mut inbound = self.inbound.lock();
+                let end = match inbound.outcome.take() {
+                    Some(end) => end,
+                    None => {
+                        if inbound.qp.is_none() {
+                            inbound.qp = Some(qp.clone());
+                        }
+                        inbound.receive(sock, &self.dev, BUDGET)
                     }
-                    inbound.receive(sock, &self.dev, BUDGET)
-                }
-            };
-            inbound.reads.take_sender_wanted();
-            (end, inbound.rx.take_rtr())
-        });
-        self.established_tx(g, &qp, rx_end, rtr);
-    }
-
-    /// What follows a receive step: the ready-to-receive message reported, the
-    /// connection ended if receiving ended it, else the sender run.
-    fn established_tx(
-        self: &Arc<Self>,
-        g: &mut EpInner,
-        qp: &QpRef<RiwDevice>,
-        rx_end: RxEnd,
-        rtr: bool,
-    ) {
+                };
+                inbound.reads.take_sender_wanted();
+                (end, inbound.rx.take_rtr())
+            }),
+        };
         if rtr {
             if let Some(conn) = g.conn.as_mut() {
                 conn.tx_held = false;
@@ -971,11 +963,11 @@ impl Endpoint {
                     pr_warn!("{} terminated: {}\n", PeerName(g.remote), why);
                 }
                 send_terminate(g, terminate);
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
             RxEnd::LocalError { terminate } => {
                 send_terminate(g, terminate);
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
             RxEnd::Terminated(t) => {
                 if ratelimit() {
@@ -987,10 +979,10 @@ impl Endpoint {
                         t.cause.code()
                     );
                 }
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
+                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
         }
-        self.transmit(g, qp);
+        self.transmit(g, &qp);
     }
 
     /// Runs the sender: Read responses and the send queue, up to the budget.
