@@ -171,6 +171,16 @@ void riw_xa_unlock(struct xarray *xa)
 	xa_unlock_bh(xa);
 }
 
+void riw_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void riw_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
 /*
  * Pinned user memory. ib_umem_release() may sleep, and the data path can drop the last
  * reference to a region where it must not (in softirq, under a _bh spinlock): the release
@@ -197,8 +207,46 @@ int riw_release_init(void)
 void riw_release_exit(void)
 {
 	synchronize_rcu();
+	rcu_barrier();
 	destroy_workqueue(riw_release_wq);
 	riw_release_wq = NULL;
+}
+
+/* Waits for every table entry retired so far to be released. */
+void riw_release_flush(void)
+{
+	rcu_barrier();
+	flush_workqueue(riw_release_wq);
+}
+
+/* Releases a slot no reader can see (never published, or its table is going away). */
+void riw_xa_slot_release_now(struct riw_xa_slot *slot)
+{
+	slot->release(slot->entry);
+	kfree(slot);
+}
+
+static void riw_xa_slot_release_work(struct work_struct *work)
+{
+	riw_xa_slot_release_now(container_of(to_rcu_work(work), struct riw_xa_slot, rwork));
+}
+
+struct riw_xa_slot *riw_xa_slot_new(void *entry, void (*release)(void *entry))
+{
+	struct riw_xa_slot *slot = kmalloc(sizeof(*slot), GFP_KERNEL);
+
+	if (!slot)
+		return NULL;
+	slot->entry = entry;
+	slot->release = release;
+	INIT_RCU_WORK(&slot->rwork, riw_xa_slot_release_work);
+	return slot;
+}
+
+/* Releases a slot taken out of its table once no RCU reader can still see it. */
+void riw_xa_slot_retire(struct riw_xa_slot *slot)
+{
+	queue_rcu_work(riw_release_wq, &slot->rwork);
 }
 
 static void riw_umem_release_work(struct work_struct *work)

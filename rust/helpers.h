@@ -38,6 +38,23 @@ void *riw_xa_find(struct xarray *xa, unsigned long *index);
 void *riw_xa_erase(struct xarray *xa, unsigned long index);
 int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
 void riw_xa_unlock(struct xarray *xa);
+void riw_rcu_read_lock(void);
+void riw_rcu_read_unlock(void);
+
+/*
+ * An xarray entry that outlives its removal by an RCU grace period, so that lookups need
+ * no lock: `release(entry)` then runs from riw's release work queue.
+ */
+struct riw_xa_slot {
+	void *entry;
+	void (*release)(void *entry);
+	struct rcu_work rwork;
+};
+
+struct riw_xa_slot *riw_xa_slot_new(void *entry, void (*release)(void *entry));
+void riw_xa_slot_retire(struct riw_xa_slot *slot);
+void riw_xa_slot_release_now(struct riw_xa_slot *slot);
+void riw_release_flush(void);
 /* Pinned user memory, released with riw_umem_put() from any context. */
 struct riw_umem;
 int riw_release_init(void);

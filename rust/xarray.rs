@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A table of reference-counted objects keyed by an allocated index (`struct xarray` in
-//! allocating mode): lookups take their own reference under the table's lock, so an entry
-//! removed concurrently stays alive for whoever still holds it. The lock is taken with
-//! softirqs off: kernel consumers look entries up from softirq context.
+//! allocating mode). Lookups take no lock: each entry sits in a slot that outlives its
+//! removal by an RCU grace period, and the table's reference goes only after that, so a
+//! reader inside its RCU read section can still take its own reference. Writers take the
+//! xarray's lock with softirqs off.
 
 use super::bindings;
 use core::ffi::c_void;
@@ -16,8 +17,9 @@ use kernel::types::Opaque;
 ///
 /// # Invariants
 ///
-/// `xa` is initialised; every entry is a pointer from `Arc::<T>::into_raw`, whose
-/// reference the table owns.
+/// `xa` is initialised; every entry is a `riw_xa_slot` from `riw_xa_slot_new` that the
+/// table owns, whose `entry` is a pointer from `Arc::<T>::into_raw` whose reference the
+/// slot owns and whose `release` is `release_arc::<T>`.
 #[pin_data(PinnedDrop)]
 pub struct ArcTable<T> {
     #[pin]
@@ -29,6 +31,30 @@ pub struct ArcTable<T> {
 unsafe impl<T: Send + Sync> Send for ArcTable<T> {}
 // SAFETY: As above.
 unsafe impl<T: Send + Sync> Sync for ArcTable<T> {}
+
+/// Drops a slot's reference.
+///
+/// # Safety
+///
+/// `entry` is from `Arc::<T>::into_raw`, and its reference is the caller's to give up.
+unsafe extern "C" fn release_arc<T>(entry: *mut c_void) {
+    // SAFETY: By the function's contract.
+    drop(unsafe { Arc::from_raw(entry.cast::<T>()) });
+}
+
+/// A new reference to the object in `slot`.
+///
+/// # Safety
+///
+/// `slot` is a live slot of an `ArcTable<T>` whose reference cannot be released before
+/// this returns.
+unsafe fn clone_entry<T>(slot: *const bindings::riw_xa_slot) -> Arc<T> {
+    // SAFETY: The slot's entry is from `Arc::<T>::into_raw` and, by the caller's
+    // guarantee, still holds its reference; we borrow it only to take our own.
+    let slot_ref =
+        core::mem::ManuallyDrop::new(unsafe { Arc::from_raw((*slot).entry.cast::<T>()) });
+    (*slot_ref).clone()
+}
 
 impl<T: Send + Sync> ArcTable<T> {
     /// An empty table.
@@ -43,29 +69,36 @@ impl<T: Send + Sync> ArcTable<T> {
     /// Stores `value` at a free index in `min..=max` and returns the index (may sleep).
     pub fn insert(&self, min: u32, max: u32, value: Arc<T>) -> Result<u32> {
         let ptr = Arc::into_raw(value).cast_mut().cast::<c_void>();
-        let mut index = 0u32;
-        // SAFETY: Initialised by the invariant; the table takes over the reference.
-        let ret = unsafe { bindings::riw_xa_alloc(self.xa.get(), &mut index, ptr, min, max) };
-        if ret != 0 {
+        // SAFETY: Plain allocation; the slot takes over the reference.
+        let slot = unsafe { bindings::riw_xa_slot_new(ptr, Some(release_arc::<T>)) };
+        if slot.is_null() {
             // SAFETY: Not stored: the reference is still ours.
-            drop(unsafe { Arc::from_raw(ptr.cast::<T>()) });
+            unsafe { release_arc::<T>(ptr) };
+            return Err(ENOMEM);
+        }
+        let mut index = 0u32;
+        // SAFETY: Initialised by the invariant; the table takes over the slot.
+        let ret =
+            unsafe { bindings::riw_xa_alloc(self.xa.get(), &mut index, slot.cast(), min, max) };
+        if ret != 0 {
+            // SAFETY: Not stored: the slot is still ours, and no reader saw it.
+            unsafe { bindings::riw_xa_slot_release_now(slot) };
             return Err(Error::from_errno(ret));
         }
         Ok(index)
     }
 
-    /// A new reference to the object at `index`, if any.
+    /// A new reference to the object at `index`, if any (takes no lock).
     pub fn get(&self, index: u32) -> Option<Arc<T>> {
-        // SAFETY: Initialised by the invariant. Under the lock an entry cannot be removed,
-        // so the table's reference keeps it alive while we take ours.
+        // SAFETY: Initialised by the invariant. A slot found inside the RCU read section
+        // is released, with its reference, only after a grace period that this section
+        // holds back.
         unsafe {
-            bindings::riw_xa_lock(self.xa.get());
-            let ptr = bindings::xa_load(self.xa.get(), index.into()).cast::<T>();
-            let found = (!ptr.is_null()).then(|| {
-                let table_ref = core::mem::ManuallyDrop::new(Arc::from_raw(ptr));
-                (*table_ref).clone()
-            });
-            bindings::riw_xa_unlock(self.xa.get());
+            bindings::riw_rcu_read_lock();
+            let slot =
+                bindings::xa_load(self.xa.get(), index.into()).cast::<bindings::riw_xa_slot>();
+            let found = (!slot.is_null()).then(|| clone_entry::<T>(slot));
+            bindings::riw_rcu_read_unlock();
             found
         }
     }
@@ -74,29 +107,39 @@ impl<T: Send + Sync> ArcTable<T> {
     /// sleep).
     pub fn for_each(&self, mut f: impl FnMut(&Arc<T>)) {
         let mut index: core::ffi::c_ulong = 0;
-        // SAFETY: Initialised by the invariant. Under the lock no entry is removed, so the
-        // table's references keep each object alive while `f` borrows it.
+        // SAFETY: Initialised by the invariant. Under the lock no slot is removed, so the
+        // slots' references keep each object alive while `f` borrows it.
         unsafe {
             bindings::riw_xa_lock(self.xa.get());
             loop {
-                let ptr = bindings::riw_xa_find(self.xa.get(), &mut index);
-                if ptr.is_null() {
+                let slot = bindings::riw_xa_find(self.xa.get(), &mut index)
+                    .cast::<bindings::riw_xa_slot>();
+                if slot.is_null() {
                     break;
                 }
-                let table_ref = core::mem::ManuallyDrop::new(Arc::from_raw(ptr.cast::<T>()));
-                f(&table_ref);
+                let slot_ref =
+                    core::mem::ManuallyDrop::new(Arc::<T>::from_raw((*slot).entry.cast::<T>()));
+                f(&slot_ref);
                 index += 1;
             }
             bindings::riw_xa_unlock(self.xa.get());
         }
     }
 
-    /// Takes the object at `index` out of the table.
+    /// Takes the object at `index` out of the table; lookups that found it before may
+    /// still return it until an RCU grace period has passed.
     pub fn remove(&self, index: u32) -> Option<Arc<T>> {
-        // SAFETY: Initialised by the invariant; an entry's reference passes to us.
+        // SAFETY: Initialised by the invariant. The erased slot is ours; it still holds its
+        // reference while we take ours, then goes with it after a grace period.
         unsafe {
-            let ptr = bindings::riw_xa_erase(self.xa.get(), index.into()).cast::<T>();
-            (!ptr.is_null()).then(|| Arc::from_raw(ptr))
+            let slot =
+                bindings::riw_xa_erase(self.xa.get(), index.into()).cast::<bindings::riw_xa_slot>();
+            if slot.is_null() {
+                return None;
+            }
+            let found = clone_entry::<T>(slot);
+            bindings::riw_xa_slot_retire(slot);
+            Some(found)
         }
     }
 }
@@ -107,18 +150,24 @@ impl<T> PinnedDrop for ArcTable<T> {
         let xa = self.xa.get();
         let mut index: core::ffi::c_ulong = 0;
         loop {
-            // SAFETY: Initialised by the invariant; finds the next present entry.
-            let ptr = unsafe { bindings::riw_xa_find(xa, &mut index) };
-            if ptr.is_null() {
+            // SAFETY: Initialised by the invariant; finds the next present slot.
+            let slot = unsafe { bindings::riw_xa_find(xa, &mut index) };
+            if slot.is_null() {
                 break;
             }
-            // SAFETY: Erased from the table, its reference is ours to drop.
+            // SAFETY: Erased from the table, the slot is ours; a reader of the table being
+            // dropped cannot exist, so it goes now.
             unsafe {
                 bindings::riw_xa_erase(xa, index);
-                drop(Arc::from_raw(ptr.cast::<T>()));
+                bindings::riw_xa_slot_release_now(slot.cast());
             }
         }
-        // SAFETY: Empty now, never used again.
-        unsafe { bindings::xa_destroy(xa) };
+        // SAFETY: Empty now, never used again. Slots removed before are on their way to
+        // release and may hold the last reference to an object that needs the device this
+        // table belongs to: wait for them.
+        unsafe {
+            bindings::xa_destroy(xa);
+            bindings::riw_release_flush();
+        }
     }
 }
