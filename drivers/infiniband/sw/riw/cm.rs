@@ -998,7 +998,10 @@ impl Endpoint {
             .run(sock, self, &self.dev, qp, &self.inbound, BUDGET)
         {
             TxEnd::Idle => {
-                if conn.draining && conn.tx.is_idle() && self.inbound.lock().reads.is_idle() {
+                if conn.draining
+                    && conn.tx.is_idle()
+                    && self.inbound.lock().reads.idle_or_wake_sender()
+                {
                     self.end(g, false, 0, None);
                 }
             }

@@ -197,8 +197,12 @@ pub(crate) struct Reads {
     /// Read Requests the peer may have outstanding (IRD).
     ird: u32,
     /// The receiver changed what the sender may do: a Read Request came, or a Read's
-    /// response (letting held send work go).
+    /// response came while the sender waited for one.
     sender_wanted: bool,
+    /// The sender stopped until a Read completes (ORD, a fence, no room to track work, a
+    /// close that waits for Reads): only then does a Read's response wake it, which
+    /// saves a wake-up of the work item on every Read.
+    sender_waits: bool,
 }
 
 impl Reads {
@@ -212,6 +216,7 @@ impl Reads {
             responding: false,
             ird: 0,
             sender_wanted: false,
+            sender_waits: false,
         }
     }
 
@@ -226,6 +231,7 @@ impl Reads {
             responding: false,
             ird,
             sender_wanted: false,
+            sender_waits: false,
         })
     }
 
@@ -328,7 +334,7 @@ impl Reads {
     /// sink first: a completion the consumer sees finds it invalid (it registers the
     /// region again at once).
     pub(crate) fn read_done(&mut self, qp: &Qp<RiwDevice>) {
-        self.sender_wanted = true;
+        self.sender_wanted |= core::mem::take(&mut self.sender_waits);
         if let Some(p) = self.pending.find_mut(|p| p.read.is_some()) {
             self.waiting = self.waiting.saturating_sub(1);
             let invalidates = u32::from(p.work.opcode) == uapi::siw_opcode_SIW_OP_READ_LOCAL_INV;
@@ -342,6 +348,21 @@ impl Reads {
             }
         }
         self.complete_front(qp);
+    }
+
+    /// The sender stops until a Read completes, having seen the limits `seen`: false if a
+    /// Read completed since, so that it decides again instead.
+    pub(crate) fn sender_waits(&mut self, seen: (bool, Option<bool>, bool)) -> bool {
+        self.sender_waits = true;
+        seen == (self.can_take(), self.may_read(), self.reads_waiting())
+    }
+
+    /// Whether nothing waits (see `is_idle`); if something does, a Read completing
+    /// wakes the sender (a close waits for it).
+    pub(crate) fn idle_or_wake_sender(&mut self) -> bool {
+        let idle = self.is_idle();
+        self.sender_waits |= !idle;
+        idle
     }
 
     /// Whether the receiver changed what the sender may do since this was last asked.

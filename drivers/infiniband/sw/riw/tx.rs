@@ -415,6 +415,13 @@ impl Sender {
                 Look::Work(limits) => limits,
             };
             let Some(sqe) = self.next_work(qp, &limits)? else {
+                // Stopped for a limit: a Read completing must wake us, unless one did
+                // since the look.
+                if (self.held.is_some() || !limits.can_take)
+                    && !reads(inbound, |r| r.sender_waits(limits.seen()))
+                {
+                    continue;
+                }
                 if !limits.requests {
                     return Ok(None);
                 }
@@ -881,6 +888,13 @@ struct WorkLimits {
     reads_waiting: bool,
     /// Read Requests wait for their responses.
     requests: bool,
+}
+
+impl WorkLimits {
+    /// The limits a Read completing lifts, as `Reads::sender_waits` compares them.
+    fn seen(&self) -> (bool, Option<bool>, bool) {
+        (self.can_take, self.may_read, self.reads_waiting)
+    }
 }
 
 /// Runs `f` on the connection's Read state, locked for that step only: the receiver
