@@ -599,9 +599,15 @@ int riw_sock_listen(struct socket *sock, int backlog)
 	return kernel_listen(sock, backlog);
 }
 
+/*
+ * The engine's work (Read Responses, bulk placement, sends the socket held back) runs at
+ * high priority, as nvme-tcp's I/O work does: an RNIC's engine does not wait for the host's
+ * CPUs, and RDMA applications busy-poll their CQs, which at normal priority takes the CPU
+ * from the work they wait for (ib_read_bw at 64 KiB: about 150 against 240 MiB/s).
+ */
 struct workqueue_struct *riw_alloc_workqueue(const char *name)
 {
-	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name);
+	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, name);
 }
 
 void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
