@@ -7,9 +7,10 @@ drivers (riw-riw, siw-siw, then riw against siw both ways) a device goes on each
 the same perftest matrix runs over rdma_cm (-R): ib_write_bw, ib_read_bw, ib_send_bw
 (bandwidth and message rate) and ib_write_lat, ib_read_lat, ib_send_lat (typical latency)
 at 64 B, 4 KiB and 64 KiB. iperf3 measures TCP over the same veth. Prints two tables:
-riw-riw against siw-siw and TCP, then riw against siw. A third table takes the 64-byte
-latency tests again, riw-riw and siw-siw taking turns for a few rounds, and compares
-medians: single runs under TCG move too much to judge latency by.
+riw-riw against siw-siw and TCP, then riw against siw. Two more tables take the tests the
+bar is set on again, riw-riw, siw-siw and TCP taking turns for a few rounds, and compare
+medians: the 64-byte latency tests and 64 KiB bandwidth. Single runs under TCG move too
+much to judge either by.
 """
 import json
 import os
@@ -26,7 +27,7 @@ BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
 ITERS_BW = int(os.environ.get("RIW_BENCH_ITERS_BW", "2000"))
 ITERS_LAT = int(os.environ.get("RIW_BENCH_ITERS_LAT", "2000"))
-LAT_ROUNDS = int(os.environ.get("RIW_BENCH_LAT_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("RIW_BENCH_ROUNDS", "3"))
 port = 9000
 
 
@@ -132,18 +133,22 @@ def iperf3():
         return None
 
 
-def latency_rounds():
-    """Median 64-byte latency of each test, riw-riw and siw-siw taking turns."""
-    runs = {(drv, tool): [] for drv in ("riw", "siw") for tool in LAT}
-    for _ in range(LAT_ROUNDS):
+def rounds():
+    """Medians of 64-byte latency and 64 KiB bandwidth, riw-riw, siw-siw and iperf3 taking
+    turns: {(driver, tool): (median, runs)}, TCP under ("tcp", "iperf3")."""
+    runs = {}
+    for _ in range(ROUNDS):
         for drv in ("riw", "siw"):
             devices(drv, drv)
-            for tool in LAT:
-                v = perftest(tool, 64)
+            for tool in LAT + BW:
+                v = perftest(tool, 64 if tool in LAT else 65536)
                 if v is not None:
-                    runs[(drv, tool)].append(v)
+                    runs.setdefault((drv, tool), []).append(v if tool in LAT else v[0])
             no_devices()
-    return {k: (statistics.median(v) if v else None, v) for k, v in runs.items()}
+        v = iperf3()
+        if v is not None:
+            runs.setdefault(("tcp", "iperf3"), []).append(v)
+    return {k: (statistics.median(v), v) for k, v in runs.items()}
 
 
 def fmt(v, spec):
@@ -194,7 +199,7 @@ def main():
         results[(srv_drv, cli_drv)] = matrix()
         no_devices()
     tcp = iperf3()
-    rounds = latency_rounds()
+    medians = rounds()
     print(f"\nriw and siw over one veth pair (release kernel, QEMU TCG, 2 vCPUs); "
           f"perftest -R, {ITERS_BW} iterations (bw), {ITERS_LAT} (lat); iperf3 TCP "
           f"{fmt(tcp, '.1f')} MiB/s")
@@ -205,14 +210,26 @@ def main():
     both = rows(results[("riw", "siw")], results[("siw", "riw")], None)
     table("riw against siw (server-client)",
           ("test", "unit", "riw-siw", "siw-riw", "ratio", ""), both)
+    none = (None, [])
     body = []
     for tool in LAT:
-        (mr, vr), (ms, vs) = rounds[("riw", tool)], rounds[("siw", tool)]
+        (mr, vr), (ms, vs) = medians.get(("riw", tool), none), medians.get(("siw", tool), none)
         body.append((f"{tool} 64 B", "us", fmt(mr, ".1f"), fmt(ms, ".1f"), ratio(mr, ms),
                      " ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(vr, vs))))
-    table(f"64-byte latency, riw-riw and siw-siw taking turns, median of {LAT_ROUNDS} rounds "
+    table(f"64-byte latency, riw-riw and siw-siw taking turns, median of {ROUNDS} rounds "
           "(ratio above 1: riw slower)",
           ("test", "unit", "riw-riw", "siw-siw", "riw/siw", "rounds (riw/siw)"), body)
+    mt, vt = medians.get(("tcp", "iperf3"), none)
+    body = []
+    for tool in BW:
+        (mr, vr), (ms, vs) = medians.get(("riw", tool), none), medians.get(("siw", tool), none)
+        body.append((f"{tool} 64 KiB", "MiB/s", fmt(mr, ".1f"), fmt(ms, ".1f"), fmt(mt, ".1f"),
+                     ratio(mr, ms), ratio(mr, mt),
+                     " ".join(f"{a:.0f}/{b:.0f}/{c:.0f}" for a, b, c in zip(vr, vs, vt))))
+    table(f"64 KiB bandwidth, riw-riw, siw-siw and TCP taking turns, median of {ROUNDS} "
+          "rounds",
+          ("test", "unit", "riw-riw", "siw-siw", "TCP", "riw/siw", "riw/TCP",
+           "rounds (riw/siw/TCP)"), body)
     sh("modprobe -r riw siw")
 
 
