@@ -267,6 +267,13 @@ impl RiwQp {
         RingCursor::send(this).take(&mut q.sq_next)
     }
 
+    /// Whether send work waits in the ring (a look at its next entry's flags only).
+    pub(crate) fn send_waiting(qp: &Qp<RiwDevice>) -> bool {
+        let this: &Self = qp;
+        let q = this.mutable.lock();
+        RingCursor::send(this).is_valid(q.sq_next)
+    }
+
     /// Takes the next receive work request, from the QP's ring or its SRQ.
     pub(crate) fn take_recv(qp: &Qp<RiwDevice>) -> Option<uapi::siw_rqe> {
         let this: &Self = qp;

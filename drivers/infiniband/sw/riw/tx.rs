@@ -416,10 +416,10 @@ impl Sender {
             };
             let Some(sqe) = self.next_work(qp, &limits)? else {
                 // Stopped for a limit: a Read completing must wake us, unless one did
-                // since the look.
-                if (self.held.is_some() || !limits.can_take)
-                    && !reads(inbound, |r| r.sender_waits(limits.seen()))
-                {
+                // since the look. A full list of work to complete stops us only if more
+                // work waits (a QP one deep fills it with every Read).
+                let stopped = self.held.is_some() || (!limits.can_take && RiwQp::send_waiting(qp));
+                if stopped && !reads(inbound, |r| r.sender_waits(limits.seen())) {
                     continue;
                 }
                 if !limits.requests {
