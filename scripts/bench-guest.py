@@ -224,12 +224,13 @@ def main():
     for tool in BW:
         (mr, vr), (ms, vs) = medians.get(("riw", tool), none), medians.get(("siw", tool), none)
         body.append((f"{tool} 64 KiB", "MiB/s", fmt(mr, ".1f"), fmt(ms, ".1f"), fmt(mt, ".1f"),
-                     ratio(mr, ms), ratio(mr, mt),
+                     ratio(mr, ms), ratio(mr, mt), ratio(mr, max(vt, default=None)),
                      " ".join(f"{a:.0f}/{b:.0f}/{c:.0f}" for a, b, c in zip(vr, vs, vt))))
+    # TCP moves most of all under TCG: its best round is the stricter yardstick.
     table(f"64 KiB bandwidth, riw-riw, siw-siw and TCP taking turns, median of {ROUNDS} "
           "rounds",
           ("test", "unit", "riw-riw", "siw-siw", "TCP", "riw/siw", "riw/TCP",
-           "rounds (riw/siw/TCP)"), body)
+           "riw/best TCP", "rounds (riw/siw/TCP)"), body)
     sh("modprobe -r riw siw")
 
 
