@@ -182,6 +182,17 @@ pub(crate) struct InboundRead {
     pub(crate) source: Option<(Arc<MemRegion>, u64)>,
 }
 
+/// What the Read state allows send work, as of one look.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WorkLimits {
+    /// Room to track more work (finished work can wait behind Reads).
+    pub(crate) can_take: bool,
+    /// Whether a Read posted now could be sent (below ORD); `None` if none ever could.
+    pub(crate) may_read: Option<bool>,
+    /// Reads wait for their responses (a fence waits for them).
+    pub(crate) reads_waiting: bool,
+}
+
 /// The RDMA Read state of a connection.
 pub(crate) struct Reads {
     /// Oldest first; the front, if any, is a Read waiting for its response.
@@ -240,19 +251,13 @@ impl Reads {
         self.pending.is_empty() && self.requests.is_empty() && !self.responding
     }
 
-    /// Whether the sender may take more send work (finished work can wait behind Reads).
-    pub(crate) fn can_take(&self) -> bool {
-        !self.pending.is_full()
-    }
-
-    /// Whether a Read posted now could be sent: below ORD. `None` if it never could.
-    pub(crate) fn may_read(&self) -> Option<bool> {
-        (self.ord != 0).then_some(self.waiting < self.ord)
-    }
-
-    /// Whether Reads are waiting (a fenced work request waits for them).
-    pub(crate) fn reads_waiting(&self) -> bool {
-        self.waiting != 0
+    /// What the Read state allows send work now.
+    pub(crate) fn work_limits(&self) -> WorkLimits {
+        WorkLimits {
+            can_take: !self.pending.is_full(),
+            may_read: (self.ord != 0).then_some(self.waiting < self.ord),
+            reads_waiting: self.waiting != 0,
+        }
     }
 
     /// Send work has gone: complete it now, or behind the work still waiting.
@@ -267,7 +272,7 @@ impl Reads {
             read: None,
             zero_copy: None,
         }) {
-            // `can_take` keeps room; should it not, order gives way to completion.
+            // `WorkLimits::can_take` keeps room; should it not, order gives way to completion.
             complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
         }
     }
@@ -352,9 +357,9 @@ impl Reads {
 
     /// The sender stops until a Read completes, having seen the limits `seen`: false if a
     /// Read completed since, so that it decides again instead.
-    pub(crate) fn sender_waits(&mut self, seen: (bool, Option<bool>, bool)) -> bool {
+    pub(crate) fn sender_waits(&mut self, seen: WorkLimits) -> bool {
         self.sender_waits = true;
-        seen == (self.can_take(), self.may_read(), self.reads_waiting())
+        seen == self.work_limits()
     }
 
     /// Whether nothing waits (see `is_idle`); if something does, a Read completing

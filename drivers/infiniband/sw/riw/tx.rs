@@ -23,7 +23,7 @@ use crate::proto::{
     Terminate, MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN, QUEUE_READ_REQUEST, QUEUE_SEND,
 };
 use crate::qp::RiwQp;
-use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork};
+use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork, WorkLimits};
 use crate::rx::Inbound;
 use crate::uapi;
 use kernel::prelude::*;
@@ -403,26 +403,24 @@ impl Sender {
                         return Look::Respond(request);
                     }
                 }
-                Look::Work(WorkLimits {
-                    can_take: r.can_take(),
-                    may_read: r.may_read(),
-                    reads_waiting: r.reads_waiting(),
+                Look::Work {
+                    limits: r.work_limits(),
                     requests: r.has_requests(),
-                })
+                }
             });
-            let limits = match look {
+            let (limits, requests) = match look {
                 Look::Respond(request) => return self.response(owner, request, inbound).map(Some),
-                Look::Work(limits) => limits,
+                Look::Work { limits, requests } => (limits, requests),
             };
             let Some(sqe) = self.next_work(qp, &limits)? else {
                 // Stopped for a limit: a Read completing must wake us, unless one did
                 // since the look. A full list of work to complete stops us only if more
                 // work waits (a QP one deep fills it with every Read).
                 let stopped = self.held.is_some() || (!limits.can_take && RiwQp::send_waiting(qp));
-                if stopped && !reads(inbound, |r| r.sender_waits(limits.seen())) {
+                if stopped && !reads(inbound, |r| r.sender_waits(limits)) {
                     continue;
                 }
-                if !limits.requests {
+                if !requests {
                     return Ok(None);
                 }
                 return match reads(inbound, |r| r.take_request()) {
@@ -874,27 +872,8 @@ fn local_operation(
 enum Look {
     /// A Read Request to answer now.
     Respond(InboundRead),
-    /// Send work may go, within these limits.
-    Work(WorkLimits),
-}
-
-/// The Read state's limits on send work, as of one look.
-struct WorkLimits {
-    /// Room to track more work (see `Reads::can_take`).
-    can_take: bool,
-    /// Whether a Read may go now; `None` if none ever may (ORD 0).
-    may_read: Option<bool>,
-    /// Reads wait for their responses (a fence waits for them).
-    reads_waiting: bool,
-    /// Read Requests wait for their responses.
-    requests: bool,
-}
-
-impl WorkLimits {
-    /// The limits a Read completing lifts, as `Reads::sender_waits` compares them.
-    fn seen(&self) -> (bool, Option<bool>, bool) {
-        (self.can_take, self.may_read, self.reads_waiting)
-    }
+    /// Send work may go within `limits`; `requests`: Read Requests wait for responses.
+    Work { limits: WorkLimits, requests: bool },
 }
 
 /// Runs `f` on the connection's Read state, locked for that step only: the receiver
