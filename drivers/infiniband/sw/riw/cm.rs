@@ -37,7 +37,7 @@ use crate::proto::{
 use crate::qp::RiwQp;
 use crate::reads::Reads;
 use crate::rx::{Inbound, MpaInput, RxEnd};
-use crate::tx::{Sender, TxEnd};
+use crate::tx::{Sender, TxEnd, Wake};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -393,7 +393,7 @@ impl Endpoint {
             return self.kick();
         }
         if let Some(qp) = g.qp.clone() {
-            self.transmit(g, &qp);
+            self.transmit(g, &qp, Wake::Doorbell);
         }
     }
 
@@ -982,11 +982,11 @@ impl Endpoint {
                 return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
         }
-        self.transmit(g, &qp);
+        self.transmit(g, &qp, Wake::WorkItem);
     }
 
     /// Runs the sender: Read responses and the send queue, up to the budget.
-    fn transmit(self: &Arc<Self>, g: &mut EpInner, qp: &QpRef<RiwDevice>) {
+    fn transmit(self: &Arc<Self>, g: &mut EpInner, qp: &QpRef<RiwDevice>, wake: Wake) {
         let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) else {
             return;
         };
@@ -995,7 +995,7 @@ impl Endpoint {
         }
         match conn
             .tx
-            .run(sock, self, &self.dev, qp, &self.inbound, BUDGET)
+            .run(sock, self, &self.dev, qp, &self.inbound, BUDGET, wake)
         {
             TxEnd::Idle => {
                 if conn.draining

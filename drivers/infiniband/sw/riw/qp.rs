@@ -257,14 +257,18 @@ impl RiwQp {
     }
 
     /// Takes the next send work request for the engine, copied out of the ring, if the
-    /// QP sends (RTS, or SQD while draining).
-    pub(crate) fn take_send(qp: &Qp<RiwDevice>) -> Option<uapi::siw_sqe> {
+    /// QP sends (RTS, or SQD while draining), and whether the entry after it was posted
+    /// then. If not, the user library rings the doorbell for the next one (see
+    /// [`RingCursor::take`]).
+    pub(crate) fn take_send(qp: &Qp<RiwDevice>) -> Option<(uapi::siw_sqe, bool)> {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
         if !matches!(q.state, QpState::Rts | QpState::Sqd) {
             return None;
         }
-        RingCursor::send(this).take(&mut q.sq_next)
+        let ring = RingCursor::send(this);
+        let sqe = ring.take(&mut q.sq_next)?;
+        Some((sqe, ring.is_valid(q.sq_next)))
     }
 
     /// Whether send work waits in the ring (a look at its next entry's flags only).

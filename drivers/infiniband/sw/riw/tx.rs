@@ -167,6 +167,18 @@ pub(crate) struct Sender {
     held: Option<uapi::siw_sqe>,
     /// Which queue goes first at the next message boundary: responses or send work.
     respond_first: bool,
+    /// The send queue's entry after the one last taken was posted when it was taken.
+    ring_more: bool,
+}
+
+/// What runs the sender.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// The user library's doorbell, for send work. Read Requests that come meanwhile are
+    /// left to the work item, which the receiver wakes for each.
+    Doorbell,
+    /// The connection's work item: Read responses and send work.
+    WorkItem,
 }
 
 impl Sender {
@@ -194,6 +206,7 @@ impl Sender {
             message: None,
             held: None,
             respond_first: false,
+            ring_more: false,
         })
     }
 
@@ -273,7 +286,11 @@ impl Sender {
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
         mut budget: u32,
+        wake: Wake,
     ) -> TxEnd {
+        if wake == Wake::Doorbell {
+            self.ring_more = true;
+        }
         loop {
             match self.push(sock, self.frame_more) {
                 Ok(true) => {}
@@ -284,6 +301,11 @@ impl Sender {
                 return TxEnd::Budget;
             }
             if self.message.is_none() {
+                // The doorbell's work is done once the ring had no more at the last take:
+                // the library rings again for the next, and the Read state needs no look.
+                if wake == Wake::Doorbell && !self.ring_more && self.held.is_none() {
+                    return TxEnd::Idle;
+                }
                 match self.next_message(owner, dev, qp, inbound) {
                     Ok(Some(m)) => self.message = Some(m),
                     Ok(None) => return TxEnd::Idle,
@@ -457,10 +479,11 @@ impl Sender {
         qp: &Qp<RiwDevice>,
         limits: &WorkLimits,
     ) -> core::result::Result<Option<uapi::siw_sqe>, ()> {
-        let taken = self
-            .held
-            .take()
-            .or_else(|| limits.can_take.then(|| RiwQp::take_send(qp)).flatten());
+        let taken = self.held.take().or_else(|| {
+            let (sqe, more) = limits.can_take.then(|| RiwQp::take_send(qp)).flatten()?;
+            self.ring_more = more;
+            Some(sqe)
+        });
         let Some(sqe) = taken else {
             return Ok(None);
         };
