@@ -102,12 +102,53 @@ pub(crate) struct Endpoint {
     close_request: AtomicU8,
     #[pin]
     work: DelayedWork<Endpoint>,
+    /// Taken before `inner` by the work item and the doorbell, so neither waits on the
+    /// other (a mutex spins while its holder runs, on the CPU the other work needs).
+    engine: Turn,
     #[pin]
     inner: Mutex<EpInner>,
     /// Receive state, shared with the socket callback (see `Inbound`); taken after
     /// `inner` and the socket's lock, never while sending.
     #[pin]
     inbound: SpinLockBh<Inbound>,
+}
+
+/// One context at a time runs the engine; another that finds it taken leaves a note
+/// and goes, and the holder has the work item run again once it is done.
+struct Turn {
+    taken: AtomicBool,
+    again: AtomicBool,
+}
+
+impl Turn {
+    const fn new() -> Self {
+        Self {
+            taken: AtomicBool::new(false),
+            again: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes the turn, or leaves the note and returns false.
+    fn take(&self) -> bool {
+        loop {
+            if !self.taken.swap(true, Ordering::SeqCst) {
+                return true;
+            }
+            self.again.store(true, Ordering::SeqCst);
+            // The holder may have looked for the note before it was left: once it has
+            // given the turn back, it is ours to take.
+            if self.taken.load(Ordering::SeqCst) {
+                return false;
+            }
+        }
+    }
+
+    /// Gives the turn back; true if a note was left meanwhile.
+    fn give_back(&self) -> bool {
+        self.taken.store(false, Ordering::SeqCst);
+        // Mostly none: a load is cheaper than taking it.
+        self.again.load(Ordering::SeqCst) && self.again.swap(false, Ordering::SeqCst)
+    }
 }
 
 /// The established data path.
@@ -314,11 +355,19 @@ impl DelayedWorkItem for Endpoint {
     }
 
     fn run(this: Arc<Self>) {
-        let mut g = this.inner.lock();
-        this.step(&mut g);
-        if g.timed() {
-            let now = jiffies();
-            DelayedWork::run_after(&this, &this.dev.queue, g.deadline.saturating_sub(now));
+        if !this.engine.take() {
+            return;
+        }
+        {
+            let mut g = this.inner.lock();
+            this.step(&mut g);
+            if g.timed() {
+                let now = jiffies();
+                DelayedWork::run_after(&this, &this.dev.queue, g.deadline.saturating_sub(now));
+            }
+        }
+        if this.engine.give_back() {
+            this.kick();
         }
     }
 }
@@ -346,6 +395,7 @@ impl Endpoint {
                 id: AtomicU32::new(0),
                 close_request: AtomicU8::new(0),
                 work <- DelayedWork::new(),
+                engine: Turn::new(),
                 inner <- new_mutex!(
                     EpInner {
                         phase: Phase::Closed,
@@ -386,14 +436,22 @@ impl Endpoint {
     /// sent here and now, saving the work item's wake-up on every message; what the
     /// budget leaves goes to the work item.
     pub(crate) fn send_now(self: &Arc<Self>) {
-        let mut guard = self.inner.lock();
-        let g = &mut *guard;
-        if g.phase != Phase::Established || self.close_request.load(Ordering::Acquire) != 0 {
-            drop(guard);
-            return self.kick();
+        // Taken by the work item: it runs again after, and sends this too.
+        if !self.engine.take() {
+            return;
         }
-        if let Some(qp) = g.qp.clone() {
-            self.transmit(g, &qp, Wake::Doorbell);
+        let sent = {
+            let mut guard = self.inner.lock();
+            let g = &mut *guard;
+            let established =
+                g.phase == Phase::Established && self.close_request.load(Ordering::Acquire) == 0;
+            if let (true, Some(qp)) = (established, g.qp.clone()) {
+                self.transmit(g, &qp, Wake::Doorbell);
+            }
+            established
+        };
+        if self.engine.give_back() || !sent {
+            self.kick();
         }
     }
 
