@@ -615,10 +615,20 @@ void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
 	INIT_DELAYED_WORK(dwork, fn);
 }
 
-bool riw_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
-			  unsigned long delay)
+/*
+ * Has `dwork` run as soon as it can. Returns false if it was idle and is queued now,
+ * true if it was pending: queued already (left as it is, where mod_delayed_work() would
+ * take it off the list and queue it again, at a cost that showed in profiles of every
+ * bulk transfer) or waiting on its timer (brought forward). A pending run starts after
+ * this call and sees what the caller did before it.
+ */
+bool riw_run_delayed_work_now(struct workqueue_struct *wq, struct delayed_work *dwork)
 {
-	return mod_delayed_work(wq, dwork, delay);
+	if (queue_delayed_work(wq, dwork, 0))
+		return false;
+	if (timer_pending(&dwork->timer))
+		return mod_delayed_work(wq, dwork, 0);
+	return true;
 }
 
 bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,

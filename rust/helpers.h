@@ -126,8 +126,7 @@ int riw_sock_listen(struct socket *sock, int backlog);
 /* Work queues, delayed work and completions. */
 struct workqueue_struct *riw_alloc_workqueue(const char *name);
 void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
-bool riw_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
-			  unsigned long delay);
+bool riw_run_delayed_work_now(struct workqueue_struct *wq, struct delayed_work *dwork);
 bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
 			    unsigned long delay);
 unsigned long riw_msecs_to_jiffies(unsigned int ms);

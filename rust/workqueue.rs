@@ -113,7 +113,7 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
         // SAFETY: A live queue and an initialised item; a pending item already owns a
         // reference, so ours goes back if it was pending.
         let was_pending = unsafe {
-            bindings::riw_mod_delayed_work(queue.wq.as_ptr(), this.delayed_work().dw.get(), 0)
+            bindings::riw_run_delayed_work_now(queue.wq.as_ptr(), this.delayed_work().dw.get())
         };
         if was_pending {
             // SAFETY: Our reference from `owner_ref`, not taken by the queue.
