@@ -355,20 +355,15 @@ impl DelayedWorkItem for Endpoint {
     }
 
     fn run(this: Arc<Self>) {
-        if !this.engine.take() {
-            return;
-        }
-        {
+        this.with_engine(|| {
             let mut g = this.inner.lock();
             this.step(&mut g);
             if g.timed() {
                 let now = jiffies();
                 DelayedWork::run_after(&this, &this.dev.queue, g.deadline.saturating_sub(now));
             }
-        }
-        if this.engine.give_back() {
-            this.kick();
-        }
+            false
+        });
     }
 }
 
@@ -436,11 +431,8 @@ impl Endpoint {
     /// sent here and now, saving the work item's wake-up on every message; what the
     /// budget leaves goes to the work item.
     pub(crate) fn send_now(self: &Arc<Self>) {
-        // Taken by the work item: it runs again after, and sends this too.
-        if !self.engine.take() {
-            return;
-        }
-        let sent = {
+        // Should the work item have the engine, it runs again after and sends this too.
+        self.with_engine(|| {
             let mut guard = self.inner.lock();
             let g = &mut *guard;
             let established =
@@ -448,9 +440,18 @@ impl Endpoint {
             if let (true, Some(qp)) = (established, g.qp.clone()) {
                 self.transmit(g, &qp, Wake::Doorbell);
             }
-            established
-        };
-        if self.engine.give_back() || !sent {
+            !established
+        });
+    }
+
+    /// Runs `f` if the engine's turn is free, else leaves the note for its holder; once
+    /// done, schedules the work item if `f` asks for it or a note came meanwhile.
+    fn with_engine(self: &Arc<Self>, f: impl FnOnce() -> bool) {
+        if !self.engine.take() {
+            return;
+        }
+        let wanted = f();
+        if self.engine.give_back() || wanted {
             self.kick();
         }
     }
