@@ -188,6 +188,14 @@ void riw_rcu_read_unlock(void)
  */
 struct riw_umem {
 	struct ib_umem *umem;
+	/*
+	 * Each pinned page, in order, so that the data path finds the page of an offset at
+	 * once (a scatterlist walk from the start costs per access, and with the region's
+	 * size). Byte 0 of the region is at `first` in pages[0].
+	 */
+	struct page **pages;
+	unsigned long npages;
+	unsigned int first;
 	struct work_struct release;
 };
 
@@ -254,6 +262,7 @@ static void riw_umem_release_work(struct work_struct *work)
 	struct riw_umem *mem = container_of(work, struct riw_umem, release);
 
 	ib_umem_release(mem->umem);
+	kvfree(mem->pages);
 	kfree(mem);
 }
 
@@ -261,6 +270,8 @@ struct riw_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t 
 			      int access, int *err)
 {
 	struct riw_umem *mem = kmalloc(sizeof(*mem), GFP_KERNEL);
+	struct sg_page_iter iter;
+	unsigned long n = 0;
 
 	if (!mem) {
 		*err = -ENOMEM;
@@ -270,6 +281,26 @@ struct riw_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t 
 	if (IS_ERR(mem->umem)) {
 		*err = PTR_ERR(mem->umem);
 		kfree(mem);
+		return NULL;
+	}
+	mem->first = ib_umem_offset(mem->umem);
+	mem->npages = ib_umem_num_pages(mem->umem);
+	mem->pages = kvmalloc_array(mem->npages, sizeof(*mem->pages), GFP_KERNEL);
+	if (!mem->pages) {
+		ib_umem_release(mem->umem);
+		kfree(mem);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for_each_sgtable_page(&mem->umem->sgt_append.sgt, &iter, 0) {
+		if (n == mem->npages)
+			break;
+		mem->pages[n++] = sg_page_iter_page(&iter);
+	}
+	/* ib_umem_get() pinned every page of the range: the table is whole. */
+	if (WARN_ON_ONCE(n != mem->npages)) {
+		riw_umem_release_work(&mem->release);
+		*err = -EFAULT;
 		return NULL;
 	}
 	INIT_WORK(&mem->release, riw_umem_release_work);
@@ -292,9 +323,49 @@ void riw_umem_put(struct riw_umem *mem)
 		queue_work(riw_release_wq, &mem->release);
 }
 
+/*
+ * Runs `fn` on each piece of `len` bytes at `offset` of the region, a page at a time, as
+ * its kernel address and length; stops at the first error. -EINVAL if the range is not
+ * wholly inside the region.
+ */
+static int riw_umem_each(struct riw_umem *mem, size_t offset, size_t len,
+			 int (*fn)(void *addr, size_t n, void *ctx), void *ctx)
+{
+	size_t pos;
+	int ret = 0;
+
+	if (offset > mem->umem->length || len > mem->umem->length - offset)
+		return -EINVAL;
+	pos = offset + mem->first;
+	while (len && !ret) {
+		unsigned long index = pos >> PAGE_SHIFT;
+		size_t in_page = offset_in_page(pos);
+		size_t n = min_t(size_t, len, PAGE_SIZE - in_page);
+		void *addr;
+
+		if (WARN_ON_ONCE(index >= mem->npages))
+			return -EFAULT;
+		addr = kmap_local_page(mem->pages[index]);
+		ret = fn(addr + in_page, n, ctx);
+		kunmap_local(addr);
+		pos += n;
+		len -= n;
+	}
+	return ret;
+}
+
+static int riw_umem_read_piece(void *addr, size_t n, void *ctx)
+{
+	u8 **dst = ctx;
+
+	memcpy(*dst, addr, n);
+	*dst += n;
+	return 0;
+}
+
 int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len)
 {
-	return ib_umem_copy_from(dst, mem->umem, offset, len);
+	return riw_umem_each(mem, offset, len, riw_umem_read_piece, &dst);
 }
 
 void *riw_xa_find(struct xarray *xa, unsigned long *index)
@@ -652,16 +723,18 @@ void riw_init_completion(struct completion *done)
 	init_completion(done);
 }
 
+static int riw_umem_write_piece(void *addr, size_t n, void *ctx)
+{
+	const u8 **src = ctx;
+
+	memcpy(addr, *src, n);
+	*src += n;
+	return 0;
+}
+
 int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len)
 {
-	struct ib_umem *umem = mem->umem;
-	size_t done;
-
-	if (offset > umem->length || len > umem->length - offset)
-		return -EINVAL;
-	done = sg_pcopy_from_buffer(umem->sgt_append.sgt.sgl, umem->sgt_append.sgt.orig_nents,
-				    src, len, offset + ib_umem_offset(umem));
-	return done == len ? 0 : -EFAULT;
+	return riw_umem_each(mem, offset, len, riw_umem_write_piece, &src);
 }
 
 /*
@@ -724,53 +797,22 @@ void riw_zc_put(struct riw_zc *zc)
 	net_zcopy_put(&zc->ubuf);
 }
 
-/* The scatterlist entry of a umem that holds byte `offset` of its range, and where. */
-static struct scatterlist *riw_umem_seek(struct ib_umem *umem, size_t offset, size_t *at)
+static int riw_umem_crc_piece(void *addr, size_t n, void *ctx)
 {
-	struct scatterlist *sg;
-	unsigned int i;
+	u32 *crc = ctx;
 
-	offset += ib_umem_offset(umem);
-	for_each_sg(umem->sgt_append.sgt.sgl, sg, umem->sgt_append.sgt.orig_nents, i) {
-		if (offset < sg->length) {
-			*at = offset;
-			return sg;
-		}
-		offset -= sg->length;
-	}
-	return NULL;
+	*crc = crc32c(*crc, addr, n);
+	return 0;
 }
 
 /* Continues a CRC32c over `len` bytes at `offset` of the umem, reading the pinned pages. */
 int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc)
 {
-	struct ib_umem *umem = mem->umem;
-	struct scatterlist *sg;
-	size_t at;
-
-	if (offset > umem->length || len > umem->length - offset)
-		return -EINVAL;
-	sg = riw_umem_seek(umem, offset, &at);
-	while (len && sg) {
-		size_t pos = sg->offset + at;
-		struct page *page = nth_page(sg_page(sg), pos >> PAGE_SHIFT);
-		size_t n = min3(len, (size_t)sg->length - at, PAGE_SIZE - offset_in_page(pos));
-		void *addr = kmap_local_page(page);
-
-		*crc = crc32c(*crc, addr + offset_in_page(pos), n);
-		kunmap_local(addr);
-		len -= n;
-		at += n;
-		if (at == sg->length) {
-			sg = sg_next(sg);
-			at = 0;
-		}
-	}
-	return len ? -EFAULT : 0;
+	return riw_umem_each(mem, offset, len, riw_umem_crc_piece, crc);
 }
 
 /* Pieces of pinned memory per sendmsg call; an FPDU's payload rarely spans more. */
-#define RIW_ZC_PIECES 8
+#define RIW_ZC_PIECES 16
 
 /*
  * Hands `len` bytes at `offset` of the umem to TCP without copying them, without
@@ -779,16 +821,14 @@ int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc)
 long riw_sock_send_umem(struct socket *sock, struct riw_umem *mem, size_t offset, size_t len,
 			struct riw_zc *zc, bool more)
 {
-	struct ib_umem *umem = mem->umem;
 	struct bio_vec pieces[RIW_ZC_PIECES];
-	struct scatterlist *sg;
 	long sent = 0;
-	size_t at;
+	size_t pos;
 
-	if (offset > umem->length || len > umem->length - offset)
+	if (offset > mem->umem->length || len > mem->umem->length - offset)
 		return -EINVAL;
-	sg = riw_umem_seek(umem, offset, &at);
-	while (len && sg) {
+	pos = offset + mem->first;
+	while (len) {
 		struct msghdr msg = {
 			.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_ZEROCOPY,
 			.msg_ubuf = &zc->ubuf,
@@ -796,16 +836,15 @@ long riw_sock_send_umem(struct socket *sock, struct riw_umem *mem, size_t offset
 		size_t count = 0, bytes = 0;
 		int ret;
 
-		while (count < RIW_ZC_PIECES && bytes < len && sg) {
-			size_t n = min((size_t)sg->length - at, len - bytes);
+		while (count < RIW_ZC_PIECES && bytes < len) {
+			unsigned long index = (pos + bytes) >> PAGE_SHIFT;
+			size_t in_page = offset_in_page(pos + bytes);
+			size_t n = min_t(size_t, len - bytes, PAGE_SIZE - in_page);
 
-			bvec_set_page(&pieces[count++], sg_page(sg), n, sg->offset + at);
+			if (WARN_ON_ONCE(index >= mem->npages))
+				return sent ? sent : -EFAULT;
+			bvec_set_page(&pieces[count++], mem->pages[index], n, in_page);
 			bytes += n;
-			at += n;
-			if (at == sg->length) {
-				sg = sg_next(sg);
-				at = 0;
-			}
 		}
 		if (more || bytes < len)
 			msg.msg_flags |= MSG_MORE;
@@ -814,7 +853,8 @@ long riw_sock_send_umem(struct socket *sock, struct riw_umem *mem, size_t offset
 		if (ret < 0)
 			return sent ? sent : ret;
 		sent += ret;
-		len -= bytes;
+		pos += ret;
+		len -= ret;
 		if (ret < bytes)
 			break;
 	}
