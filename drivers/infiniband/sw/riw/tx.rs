@@ -165,6 +165,9 @@ pub(crate) struct Sender {
     message: Option<Message>,
     /// Send work taken from the ring that waits for Reads (ORD, or a fence).
     held: Option<uapi::siw_sqe>,
+    /// Send or Write work whose last FPDU is the frame: it completes once the frame has
+    /// gone to the socket, not before (nor on the critical path of the message).
+    unreported: Option<SendWork>,
     /// Which queue goes first at the next message boundary: responses or send work.
     respond_first: bool,
     /// The send queue's entry after the one last taken was posted when it was taken.
@@ -205,6 +208,7 @@ impl Sender {
             next_token: 0,
             message: None,
             held: None,
+            unreported: None,
             respond_first: false,
             ring_more: false,
         })
@@ -293,7 +297,11 @@ impl Sender {
         }
         loop {
             match self.push(sock, self.frame_more) {
-                Ok(true) => {}
+                Ok(true) => {
+                    if let Some(work) = self.unreported.take() {
+                        reads(inbound, |r| r.finished(qp, work));
+                    }
+                }
                 Ok(false) => return TxEnd::Blocked,
                 Err(e) => return TxEnd::SocketError(e),
             }
@@ -338,9 +346,10 @@ impl Sender {
     }
 
     /// The last FPDU of the current message is built (its payload copied out, or its
-    /// zero-copy payload kept with the frame): the message is done for the sender. Done
-    /// before the frame goes, since the peer's answer to it may come at once (a Read
-    /// Response, a new Read Request once it has a response).
+    /// zero-copy payload kept with the frame): the message is done for the sender. The
+    /// Read state learns of it before the frame goes, since the peer's answer may come at
+    /// once (a Read Response, a new Read Request once it has a response); copied Send and
+    /// Write work completes after it went.
     fn finish_message(
         &mut self,
         qp: &Qp<RiwDevice>,
@@ -357,10 +366,10 @@ impl Sender {
         };
         let token = zero_copy.as_ref().map(|(_, token)| *token);
         match origin {
-            Origin::Work(work) => reads(inbound, |r| match token {
-                Some(token) => r.finished_zero_copy(qp, work, token),
-                None => r.finished(qp, work),
-            }),
+            Origin::Work(work) => match token {
+                Some(token) => reads(inbound, |r| r.finished_zero_copy(qp, work, token)),
+                None => self.unreported = Some(work),
+            },
             Origin::Read(work, sink) => {
                 if reads(inbound, |r| r.read_sent(work, sink)).is_err() {
                     complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
@@ -560,6 +569,16 @@ impl Sender {
     pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>) {
         const FLUSHED: u32 = uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR;
         reads(inbound, |r| r.flush(qp));
+        if let Some(work) = self.unreported.take() {
+            // Its frame went whole only if a Terminate pushed it out.
+            if self.sent == self.frame_total() {
+                if work.signalled {
+                    complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+                }
+            } else {
+                complete_send(qp, &SendWork { signalled: true, ..work }, FLUSHED);
+            }
+        }
         self.fail_message(qp, FLUSHED);
         if let Some(sqe) = self.held.take() {
             complete_send(qp, &SendWork::failed(&sqe), FLUSHED);
