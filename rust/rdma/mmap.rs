@@ -120,11 +120,54 @@ impl QueueMemory {
         Some(unsafe { p.cast::<E>().read_volatile() })
     }
 
+    /// As [`Self::read`], into `out`: the entry is copied once, a word at a time, with no
+    /// further copy of it on its way to the caller. False if it is not inside the memory.
+    pub fn read_into<E: FromBytes>(&self, offset: usize, out: &mut E) -> bool {
+        const WORD: usize = core::mem::size_of::<u64>();
+        let size = core::mem::size_of::<E>();
+        if !size.is_multiple_of(WORD) || core::mem::align_of::<E>() < WORD {
+            return match self.read::<E>(offset) {
+                Some(e) => {
+                    *out = e;
+                    true
+                }
+                None => false,
+            };
+        }
+        let Some(p) = self.at(offset, size, WORD) else {
+            return false;
+        };
+        let src = p.cast::<u64>();
+        let dst = core::ptr::from_mut(out).cast::<u64>();
+        for i in 0..size / WORD {
+            // SAFETY: `p` is valid for reads of `size` bytes and word-aligned (checked by
+            // `at`); `out` is an `E`, word-aligned (checked above) and `size` bytes long, of
+            // which any bit pattern is valid (`FromBytes`). Volatile: userspace may write the
+            // entry meanwhile; each word is read exactly once, and a torn entry is still an
+            // `E` that the caller validates.
+            unsafe { dst.add(i).write(src.add(i).read_volatile()) };
+        }
+        true
+    }
+
     /// Writes `value` at `offset`.
     pub fn write<E: AsBytes>(&self, offset: usize, value: &E) -> Result {
-        let p = self
-            .at(offset, core::mem::size_of::<E>(), 1)
-            .ok_or(EINVAL)?;
+        const WORD: usize = core::mem::size_of::<u64>();
+        let size = core::mem::size_of::<E>();
+        let p = self.at(offset, size, 1).ok_or(EINVAL)?;
+        if size.is_multiple_of(WORD)
+            && core::mem::align_of::<E>() >= WORD
+            && offset.is_multiple_of(WORD)
+        {
+            let src = core::ptr::from_ref(value).cast::<u64>();
+            for i in 0..size / WORD {
+                // SAFETY: `value` is `size` bytes without padding (`AsBytes`) and
+                // word-aligned, `p` is valid for writes of `size` bytes and word-aligned
+                // (the checks above): word `i` of both is in bounds.
+                unsafe { p.cast::<u64>().add(i).write_volatile(src.add(i).read()) };
+            }
+            return Ok(());
+        }
         // SAFETY: `p` is valid for writes of `E`, which has no padding (`AsBytes`).
         unsafe { p.cast::<E>().write_volatile(core::ptr::read(value)) };
         Ok(())

@@ -256,19 +256,19 @@ impl RiwQp {
         this.num_sqe
     }
 
-    /// Takes the next send work request for the engine, copied out of the ring, if the
-    /// QP sends (RTS, or SQD while draining), and whether the entry after it was posted
-    /// then. If not, the user library rings the doorbell for the next one (see
+    /// Takes the next send work request for the engine, copied out of the ring into
+    /// `sqe`, if the QP sends (RTS, or SQD while draining), and whether the entry after it
+    /// was posted then. If not, the user library rings the doorbell for the next one (see
     /// [`RingCursor::take`]).
-    pub(crate) fn take_send(qp: &Qp<RiwDevice>) -> Option<(uapi::siw_sqe, bool)> {
+    pub(crate) fn take_send(qp: &Qp<RiwDevice>, sqe: &mut uapi::siw_sqe) -> Option<bool> {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
         if !matches!(q.state, QpState::Rts | QpState::Sqd) {
             return None;
         }
         let ring = RingCursor::send(this);
-        let sqe = ring.take(&mut q.sq_next)?;
-        Some((sqe, ring.is_valid(q.sq_next)))
+        ring.take(&mut q.sq_next, sqe)
+            .then(|| ring.is_valid(q.sq_next))
     }
 
     /// Whether send work waits in the ring (a look at its next entry's flags only).
@@ -278,20 +278,21 @@ impl RiwQp {
         RingCursor::send(this).is_valid(q.sq_next)
     }
 
-    /// Takes the next receive work request, from the QP's ring or its SRQ.
-    pub(crate) fn take_recv(qp: &Qp<RiwDevice>) -> Option<uapi::siw_rqe> {
+    /// Takes the next receive work request, from the QP's ring or its SRQ, copied into
+    /// `rqe`; false if none is posted (or the QP does not receive).
+    pub(crate) fn take_recv(qp: &Qp<RiwDevice>, rqe: &mut uapi::siw_rqe) -> bool {
         let this: &Self = qp;
         if let Some(srq) = qp.srq::<RiwDevice>() {
             if this.mutable.lock().state != QpState::Rts {
-                return None;
+                return false;
             }
-            return crate::srq::RiwSrq::take(srq);
+            return crate::srq::RiwSrq::take(srq, rqe);
         }
         let mut q = this.mutable.lock();
         if !matches!(q.state, QpState::Rts | QpState::Sqd) {
-            return None;
+            return false;
         }
-        RingCursor::recv(this)?.take(&mut q.rq_next)
+        RingCursor::recv(this).is_some_and(|ring| ring.take(&mut q.rq_next, rqe))
     }
 
     /// Applies a `modify_qp` request: the iWARP transitions and attributes, all or nothing.
@@ -592,19 +593,21 @@ impl<'a> RingCursor<'a> {
         self.ring.load_u16_acquire(offset + self.flags).unwrap_or(0) & VALID != 0
     }
 
-    /// Takes the entry at `next` if it is posted: copies it out once, hands the slot back
-    /// and moves on.
-    pub(crate) fn take<E: kernel::types::FromBytes>(&self, next: &mut u32) -> Option<E> {
+    /// Takes the entry at `next` if it is posted: copies it out once into `entry`, hands
+    /// the slot back and moves on.
+    pub(crate) fn take<E: kernel::types::FromBytes>(&self, next: &mut u32, entry: &mut E) -> bool {
         if !self.is_valid(*next) {
-            return None;
+            return false;
         }
         let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
-        let entry = self.ring.read::<E>(offset)?;
+        if !self.ring.read_into(offset, entry) {
+            return false;
+        }
         // The user library rings the doorbell only if it finds the entry before its new
         // one handed back: the hand-back must be ordered before our look at the next.
         let _ = self.ring.store_u16_mb(offset + self.flags, 0);
         *next = next.wrapping_add(1);
-        Some(entry)
+        true
     }
 
     /// Takes the valid entries from `next` on, at most one pass over the ring (userspace

@@ -114,12 +114,11 @@ struct Sink {
     addr: u64,
 }
 
-/// The receive buffer of the message being placed.
+/// The receive buffer of the message being placed. Its elements are the receiver's
+/// `targets`, filled in place: taking a receive allocates nothing and moves little.
 struct Message {
     wr_id: u64,
-    /// The buffer's non-empty elements, the first `elements` of `targets`: a fixed
-    /// array, so that taking a receive allocates nothing.
-    targets: [Target; uapi::SIW_MAX_SGE as usize],
+    /// The buffer's non-empty elements: the first `elements` of the receiver's `targets`.
     elements: usize,
     capacity: u64,
     /// Bytes placed so far (the highest message offset reached).
@@ -235,6 +234,10 @@ pub(crate) struct Receiver {
     /// The header of the FPDU being processed.
     header: Option<RxHeader>,
     message: Option<Message>,
+    /// The checked elements of the message's receive buffer (see `Message`).
+    targets: [Target; uapi::SIW_MAX_SGE as usize],
+    /// The receive work request being taken, copied out of its ring.
+    rqe: uapi::siw_rqe,
     /// The target of the tagged FPDU being received, if it carries payload.
     sink: Option<Sink>,
     /// Peer-to-peer mode, responder: the ready-to-receive message still expected.
@@ -249,6 +252,8 @@ impl Receiver {
             parser: None,
             header: None,
             message: None,
+            targets: Default::default(),
+            rqe: uapi::siw_rqe::default(),
             sink: None,
             rtr_expected: None,
             rtr_received: false,
@@ -273,6 +278,7 @@ impl Receiver {
     /// The connection ended: a receive half placed completes as flushed.
     pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>) {
         if let Some(m) = self.message.take() {
+            release(&mut self.targets, m.elements);
             let c =
                 Completion::flushed(m.wr_id, uapi::siw_opcode_SIW_OP_RECEIVE, true, qp.qp_num());
             RiwCq::deliver(qp.recv_cq::<RiwDevice>(), &c);
@@ -305,6 +311,8 @@ impl Receiver {
             parser,
             header,
             message,
+            targets,
+            rqe,
             sink,
             rtr_expected,
             rtr_received,
@@ -320,6 +328,8 @@ impl Receiver {
                 reads,
                 header,
                 message,
+                targets,
+                rqe,
                 sink,
                 rtr_expected,
                 rtr_received,
@@ -394,7 +404,7 @@ impl FpduInput<'_> {
                 continue;
             };
             let result = match event {
-                RxEvent::Header(h) => self.place.header(h),
+                RxEvent::Header(h) => self.place.header(&h, self.parser.rdmap()),
                 RxEvent::Payload { offset, data } => self.place.payload(offset, data),
                 RxEvent::End => {
                     self.budget = self.budget.saturating_sub(1);
@@ -422,6 +432,8 @@ struct Placer<'a> {
     reads: &'a mut Reads,
     header: &'a mut Option<RxHeader>,
     message: &'a mut Option<Message>,
+    targets: &'a mut [Target; uapi::SIW_MAX_SGE as usize],
+    rqe: &'a mut uapi::siw_rqe,
     sink: &'a mut Option<Sink>,
     rtr_expected: &'a mut Option<RtrMode>,
     rtr_received: &'a mut bool,
@@ -435,17 +447,17 @@ fn violation(cause: TermCause, why: impl Into<Why>) -> RxEnd {
 }
 
 impl Placer<'_> {
-    fn header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
-        *self.header = Some(h);
+    fn header(&mut self, h: &RxHeader, rdmap: &RdmapHeader) -> Result<(), RxEnd> {
+        *self.header = Some(*h);
         *self.sink = None;
-        let seg = h.header.segment;
+        let seg = &h.segment;
         if let Some(mode) = *self.rtr_expected {
             // Peer-to-peer: the first FPDU must be the agreed zero-length message.
             let is_rtr = match mode {
                 RtrMode::Write => seg.opcode == Opcode::RdmaWrite,
                 RtrMode::Read => {
                     seg.opcode == Opcode::ReadRequest
-                        && matches!(h.header.rdmap, RdmapHeader::ReadRequest(r) if r.size == 0)
+                        && matches!(rdmap, RdmapHeader::ReadRequest(r) if r.size == 0)
                 }
                 RtrMode::Send => seg.opcode == Opcode::Send,
             } && h.payload_len == 0
@@ -468,10 +480,10 @@ impl Placer<'_> {
             | Opcode::SendInvalidate
             | Opcode::SendSolicitedInvalidate => self.send_header(h),
             Opcode::RdmaWrite => self.write_header(h),
-            Opcode::ReadRequest => self.read_request(h),
+            Opcode::ReadRequest => self.read_request(rdmap),
             Opcode::ReadResponse => self.response_header(h),
-            Opcode::Terminate => match h.header.rdmap {
-                RdmapHeader::Terminate(t) => Err(RxEnd::Terminated(t)),
+            Opcode::Terminate => match rdmap {
+                RdmapHeader::Terminate(t) => Err(RxEnd::Terminated(*t)),
                 _ => Err(violation(
                     TermCause::RDMAP_UNEXPECTED_OPCODE,
                     WireError::TerminateMalformed,
@@ -489,8 +501,8 @@ impl Placer<'_> {
     /// remote write and covers the segment. (Access is the STag's to grant, as RFC 5040
     /// has it: the QP's remote access flags are not checked, and librdmacm leaves them
     /// clear on an active side's QP.)
-    fn write_header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
-        let Placement::Tagged { stag, to } = h.header.segment.placement else {
+    fn write_header(&mut self, h: &RxHeader) -> Result<(), RxEnd> {
+        let Placement::Tagged { stag, to } = h.segment.placement else {
             return Err(violation(
                 TermCause::DDP_TAGGED_INVALID_STAG,
                 "an RDMA Write without a tagged header",
@@ -524,8 +536,8 @@ impl Placer<'_> {
 
     /// A Read Request of the peer: checked against the source region and IRD, then queued
     /// for the sender to answer.
-    fn read_request(&mut self, h: RxHeader) -> Result<(), RxEnd> {
-        let RdmapHeader::ReadRequest(rr) = h.header.rdmap else {
+    fn read_request(&mut self, rdmap: &RdmapHeader) -> Result<(), RxEnd> {
+        let RdmapHeader::ReadRequest(rr) = *rdmap else {
             return Err(violation(
                 TermCause::RDMAP_UNEXPECTED_OPCODE,
                 "a Read Request without its header",
@@ -573,8 +585,8 @@ impl Placer<'_> {
 
     /// A Read Response segment: it must continue the response to the oldest Read waiting,
     /// at its sink STag, inside the size asked for.
-    fn response_header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
-        let Placement::Tagged { stag, to } = h.header.segment.placement else {
+    fn response_header(&mut self, h: &RxHeader) -> Result<(), RxEnd> {
+        let Placement::Tagged { stag, to } = h.segment.placement else {
             return Err(violation(
                 TermCause::DDP_TAGGED_INVALID_STAG,
                 "a Read Response without a tagged header",
@@ -618,8 +630,8 @@ impl Placer<'_> {
         Ok(())
     }
 
-    fn send_header(&mut self, h: RxHeader) -> Result<(), RxEnd> {
-        let seg = h.header.segment;
+    fn send_header(&mut self, h: &RxHeader) -> Result<(), RxEnd> {
+        let seg = &h.segment;
         let Placement::Untagged { mo, inval_stag, .. } = seg.placement else {
             return Err(violation(
                 TermCause::RDMAP_UNEXPECTED_OPCODE,
@@ -639,14 +651,14 @@ impl Placer<'_> {
                     },
                 ));
             }
-            let Some(rqe) = RiwQp::take_recv(self.qp) else {
+            if !RiwQp::take_recv(self.qp, self.rqe) {
                 // No receive posted: the peer sent more than the consumer asked for.
                 return Err(violation(
                     TermCause::DDP_UNTAGGED_NO_BUFFER,
                     "a message without a posted receive",
                 ));
-            };
-            *self.message = Some(self.receive_buffer(&rqe)?);
+            }
+            self.receive_buffer()?;
         }
         if let Some(m) = self.message.as_mut() {
             m.solicited = matches!(
@@ -670,13 +682,14 @@ impl Placer<'_> {
         Ok(())
     }
 
-    /// Checks a receive work request's buffer: each non-empty element must name a valid
-    /// region of the QP's protection domain, writable locally, covering it.
-    fn receive_buffer(&mut self, rqe: &uapi::siw_rqe) -> Result<Message, RxEnd> {
+    /// Takes the receive work request in `rqe` as the current message's buffer, checked:
+    /// each non-empty element must name a valid region of the QP's protection domain,
+    /// writable locally, covering it.
+    fn receive_buffer(&mut self) -> Result<(), RxEnd> {
+        let rqe = &*self.rqe;
         let n = usize::from(rqe.num_sge);
         let mut m = Message {
             wr_id: rqe.id,
-            targets: Default::default(),
             elements: 0,
             capacity: 0,
             placed: 0,
@@ -701,33 +714,40 @@ impl Placer<'_> {
             if region.is_none() {
                 m.bad_buffer = true;
             }
-            let target = Target {
-                region,
-                addr: sge.laddr,
-                len: sge.length,
-            };
-            match m.targets.get_mut(m.elements) {
+            match self.targets.get_mut(m.elements) {
                 Some(slot) => {
-                    *slot = target;
+                    *slot = Target {
+                        region,
+                        addr: sge.laddr,
+                        len: sge.length,
+                    };
                     m.elements += 1;
                 }
                 None => m.bad_buffer = true,
             }
             m.capacity += u64::from(sge.length);
         }
-        if m.bad_buffer {
-            *self.message = Some(m);
+        let bad = m.bad_buffer;
+        *self.message = Some(m);
+        if bad {
             return Err(self.fail_receive(
                 uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR,
                 TermCause::RDMAP_LOCAL_CATASTROPHIC,
             ));
         }
-        Ok(m)
+        Ok(())
+    }
+
+    /// Ends the current message: its buffer's region references go.
+    fn take_message(&mut self) -> Option<Message> {
+        let m = self.message.take()?;
+        release(self.targets, m.elements);
+        Some(m)
     }
 
     /// Completes the current receive with `status` and ends the connection.
     fn fail_receive(&mut self, status: u32, cause: TermCause) -> RxEnd {
-        if let Some(m) = self.message.take() {
+        if let Some(m) = self.take_message() {
             self.complete(&m, status);
         }
         RxEnd::LocalError {
@@ -757,10 +777,10 @@ impl Placer<'_> {
     }
 
     fn payload(&mut self, offset: u16, data: &[u8]) -> Result<(), RxEnd> {
-        let Some(h) = *self.header else {
+        let Some(h) = self.header.as_ref() else {
             return Ok(());
         };
-        let Placement::Untagged { mo, .. } = h.header.segment.placement else {
+        let Placement::Untagged { mo, .. } = h.segment.placement else {
             // Tagged: into the memory checked at the header.
             let Some(sink) = self.sink.as_ref() else {
                 return Ok(());
@@ -779,7 +799,7 @@ impl Placer<'_> {
             return Ok(());
         };
         let at = u64::from(mo) + u64::from(offset);
-        let targets = m.targets.get(..m.elements).unwrap_or_default();
+        let targets = self.targets.get(..m.elements).unwrap_or_default();
         if place(targets, at, data).is_err() {
             return Err(self.fail_receive(
                 uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR,
@@ -795,10 +815,10 @@ impl Placer<'_> {
         let Some(h) = self.header.take() else {
             return Ok(());
         };
-        if !h.header.segment.last {
+        if !h.segment.last {
             return Ok(());
         }
-        if h.header.segment.opcode == Opcode::ReadResponse {
+        if h.segment.opcode == Opcode::ReadResponse {
             // The last segment: the response must be whole.
             let whole = self.reads.awaited().is_some_and(|r| r.received == r.size);
             if !whole {
@@ -813,7 +833,7 @@ impl Placer<'_> {
         if self.message.is_none() {
             return Ok(());
         }
-        if let Some(m) = self.message.take() {
+        if let Some(m) = self.take_message() {
             if let Some(stag) = m.invalidate {
                 let pd = pd_id(self.qp.pd::<RiwDevice>());
                 if !RiwMr::invalidate(self.dev, stag, pd) {
@@ -846,6 +866,13 @@ fn read_source_cause(denied: Denied) -> TermCause {
         Denied::Domain => TermCause::RDMAP_STAG_NOT_ASSOCIATED,
         Denied::Rights => TermCause::RDMAP_ACCESS_RIGHTS,
         Denied::Bounds => TermCause::RDMAP_BASE_BOUNDS,
+    }
+}
+
+/// Drops the region references of the first `n` receive buffer elements.
+fn release(targets: &mut [Target], n: usize) {
+    for t in targets.iter_mut().take(n) {
+        t.region = None;
     }
 }
 

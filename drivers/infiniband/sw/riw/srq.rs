@@ -96,14 +96,15 @@ impl RiwSrq {
         post_receives(&ring, &mut self.producer.lock(), self.max_sge, wrs)
     }
 
-    /// Takes the next receive for an incoming message. If a limit is armed and fewer
+    /// Takes the next receive for an incoming message into `rqe`; false if none is
+    /// posted. If a limit is armed and fewer
     /// receives than it remain, raises the limit event once and disarms it.
-    pub(crate) fn take(srq: &Srq<RiwDevice>) -> Option<uapi::siw_rqe> {
+    pub(crate) fn take(srq: &Srq<RiwDevice>, rqe: &mut uapi::siw_rqe) -> bool {
         let this: &Self = srq;
         let ring = RingCursor::rqes(&this.ring, this.num_rqe);
-        let (rqe, next) = {
+        let (taken, next) = {
             let mut next = this.consumer.lock();
-            (ring.take(&mut next), *next)
+            (ring.take(&mut next, rqe), *next)
         };
         let reached = {
             let mut limit = this.limit.lock();
@@ -118,7 +119,7 @@ impl RiwSrq {
         if reached {
             srq.report_limit_reached();
         }
-        rqe
+        taken
     }
 
     pub(crate) fn query(&self) -> SrqAttr {

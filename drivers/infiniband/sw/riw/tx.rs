@@ -19,8 +19,8 @@ use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
 use crate::mr::{pd_id, MemRegion, RiwMr};
 use crate::proto::fpdu::max_ulpdu_for_mss;
 use crate::proto::{
-    FpduHeader, FpduWriter, Opcode, Placement, RdmapHeader, ReadRequest, SegmentHeader, Segmenter,
-    Terminate, MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN, QUEUE_READ_REQUEST, QUEUE_SEND,
+    FpduHeader, FpduWriter, Opcode, Placement, RdmapHeader, ReadRequest, Segment, SegmentHeader,
+    Segmenter, Terminate, MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN, QUEUE_READ_REQUEST, QUEUE_SEND,
 };
 use crate::qp::RiwQp;
 use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork, WorkLimits};
@@ -81,8 +81,23 @@ impl Sources {
         Ok(())
     }
 
+    /// Drops every source (the region references go).
+    fn clear(&mut self) {
+        for item in self.items.iter_mut().take(self.len) {
+            *item = None;
+        }
+        self.len = 0;
+    }
+
+    /// Takes the first source out, dropping the others.
+    fn take_first(&mut self) -> Option<Source> {
+        let first = self.items.first_mut().and_then(Option::take);
+        self.clear();
+        first
+    }
+
     fn iter(&self) -> impl Iterator<Item = &Source> {
-        self.items.iter().flatten()
+        self.items.iter().take(self.len).flatten()
     }
 
     /// The source holding byte `offset` of the payload, and the offset within it.
@@ -126,11 +141,11 @@ enum Origin {
     Response,
 }
 
-/// The message being sent.
+/// The message being sent; its headers, payload sources and inline data are the
+/// sender's `template`, `sources` and `inline`, filled in place (a message is planned
+/// for every work request: nothing large moves on the way).
 struct Message {
     origin: Origin,
-    sources: Sources,
-    inline: [u8; INLINE_AREA],
     segments: Segmenter,
     /// Sent zero-copy: the ticket and its token.
     zero_copy: Option<(ZeroCopyTicket, u64)>,
@@ -157,14 +172,23 @@ pub(crate) struct Sender {
     /// More of the frame's message follows it: the socket may hold it back to fill a
     /// segment (the last FPDU of a message goes out at once).
     frame_more: bool,
-    /// The zero-copy payload of the frame, once its message is done (the frame was its
-    /// last): kept until the frame has gone.
-    frame_payload: Option<(Sources, ZeroCopyTicket)>,
+    /// The ticket of the frame's zero-copy payload, once its message is done (the frame
+    /// was its last): kept, with `sources`, until the frame has gone.
+    frame_ticket: Option<ZeroCopyTicket>,
     /// The token of the next zero-copy ticket.
     next_token: u64,
     message: Option<Message>,
-    /// Send work taken from the ring that waits for Reads (ORD, or a fence).
-    held: Option<uapi::siw_sqe>,
+    /// The current message's headers: the DDP header of its first segment, and the RDMAP
+    /// header every segment carries.
+    template: FpduHeader,
+    /// Where the current message's payload comes from.
+    sources: Sources,
+    /// The current message's inline data.
+    inline: [u8; INLINE_AREA],
+    /// The send queue entry last taken from the ring, copied out once.
+    sqe: uapi::siw_sqe,
+    /// `sqe` is send work that waits for Reads (ORD, or a fence).
+    held: bool,
     /// Send or Write work whose last FPDU is the frame: it completes once the frame has
     /// gone to the socket, not before (nor on the critical path of the message).
     unreported: Option<SendWork>,
@@ -204,10 +228,23 @@ impl Sender {
             payload_offset: 0,
             sent: 0,
             frame_more: false,
-            frame_payload: None,
+            frame_ticket: None,
             next_token: 0,
             message: None,
-            held: None,
+            template: FpduHeader::new(SegmentHeader {
+                opcode: Opcode::Send,
+                last: true,
+                placement: Placement::Untagged {
+                    inval_stag: 0,
+                    queue: QUEUE_SEND,
+                    msn: 0,
+                    mo: 0,
+                },
+            }),
+            sources: Sources::new(),
+            inline: [0; INLINE_AREA],
+            sqe: uapi::siw_sqe::default(),
+            held: false,
             unreported: None,
             respond_first: false,
             ring_more: false,
@@ -216,7 +253,7 @@ impl Sender {
 
     /// Whether nothing is half-sent or held.
     pub(crate) fn is_idle(&self) -> bool {
-        self.message.is_none() && self.held.is_none() && self.sent == self.frame_total()
+        self.message.is_none() && !self.held && self.sent == self.frame_total()
     }
 
     fn frame_total(&self) -> usize {
@@ -237,7 +274,10 @@ impl Sender {
             let total = self.frame_total();
             let payload_end = self.frame_head + self.zero_copy_len;
             let sent = if self.sent >= total {
-                self.frame_payload = None;
+                // The last frame of a zero-copy message is gone: so is its payload.
+                if self.frame_ticket.take().is_some() {
+                    self.sources.clear();
+                }
                 return Ok(true);
             } else if self.sent < self.frame_head {
                 let bytes = self.frame.get(self.sent..self.frame_head).ok_or(EINVAL)?;
@@ -265,13 +305,13 @@ impl Sender {
         done: usize,
         len: usize,
     ) -> Result<usize> {
-        let (sources, ticket) = match (&self.frame_payload, &self.message) {
-            (Some((sources, ticket)), _) => (sources, ticket),
-            (None, Some(m)) => (&m.sources, &m.zero_copy.as_ref().ok_or(EINVAL)?.0),
+        let ticket = match (&self.frame_ticket, &self.message) {
+            (Some(ticket), _) => ticket,
+            (None, Some(m)) => &m.zero_copy.as_ref().ok_or(EINVAL)?.0,
             (None, None) => return Err(EINVAL),
         };
         let offset = self.payload_offset + u32::try_from(done)?;
-        let (source, at) = sources.at(offset).ok_or(EINVAL)?;
+        let (source, at) = self.sources.at(offset).ok_or(EINVAL)?;
         let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
         let n = ((source.len() - at) as usize).min(len);
         match sock.send_user_memory(mem, mem_offset, n, ticket, true)? {
@@ -311,12 +351,12 @@ impl Sender {
             if self.message.is_none() {
                 // The doorbell's work is done once the ring had no more at the last take:
                 // the library rings again for the next, and the Read state needs no look.
-                if wake == Wake::Doorbell && !self.ring_more && self.held.is_none() {
+                if wake == Wake::Doorbell && !self.ring_more && !self.held {
                     return TxEnd::Idle;
                 }
                 match self.next_message(owner, dev, qp, inbound) {
-                    Ok(Some(m)) => self.message = Some(m),
-                    Ok(None) => return TxEnd::Idle,
+                    Ok(true) => {}
+                    Ok(false) => return TxEnd::Idle,
                     Err(()) => return TxEnd::LocalError,
                 }
             }
@@ -329,15 +369,12 @@ impl Sender {
                 }
                 continue;
             };
-            if self
-                .build(segment.header, segment.offset, segment.len)
-                .is_err()
-            {
+            if self.build(&segment).is_err() {
                 self.fail_message(qp, uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR);
                 return TxEnd::LocalError;
             }
             budget -= 1;
-            if segment.header.segment.last {
+            if segment.segment.last {
                 if let Err(end) = self.finish_message(qp, inbound) {
                     return end;
                 }
@@ -356,10 +393,7 @@ impl Sender {
         inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<(), TxEnd> {
         let Some(Message {
-            origin,
-            zero_copy,
-            sources,
-            ..
+            origin, zero_copy, ..
         }) = self.message.take()
         else {
             return Ok(());
@@ -378,11 +412,11 @@ impl Sender {
             }
             Origin::Response => reads(inbound, |r| r.responded()),
         }
-        // The work waits for the ticket's release now; the frame holds the ticket.
-        if let Some((ticket, _)) = zero_copy {
-            if self.zero_copy_len != 0 {
-                self.frame_payload = Some((sources, ticket));
-            }
+        // The work waits for the ticket's release now; the frame holds the ticket, and
+        // the sources its payload comes from. A copied payload is in the frame already.
+        match zero_copy {
+            Some((ticket, _)) if self.zero_copy_len != 0 => self.frame_ticket = Some(ticket),
+            _ => self.sources.clear(),
         }
         Ok(())
     }
@@ -395,11 +429,13 @@ impl Sender {
         &mut self,
         owner: &Arc<O>,
         inbound: &SpinLockBh<Inbound>,
-        sources: &Sources,
         len: u64,
     ) -> Option<(ZeroCopyTicket, u64)> {
         let min = params::tx_zerocopy_min();
-        if min == 0 || len < u64::from(min) || !sources.iter().all(|s| s.user_memory(0).is_some()) {
+        if min == 0
+            || len < u64::from(min)
+            || !self.sources.iter().all(|s| s.user_memory(0).is_some())
+        {
             return None;
         }
         if inbound.lock().zero_copy_copied && !params::tx_zerocopy_keep() {
@@ -411,15 +447,16 @@ impl Sender {
         Some((ticket, token))
     }
 
-    /// Picks the next message: a Read response or send work, taking turns so neither
-    /// starves the other. `Err` once send work failed (and was completed in error).
+    /// Picks the next message, a Read response or send work (taking turns so neither
+    /// starves the other), and plans it: true if there is one. `Err` once send work
+    /// failed (and was completed in error).
     fn next_message<O: ZeroCopyOwner>(
         &mut self,
         owner: &Arc<O>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
-    ) -> core::result::Result<Option<Message>, ()> {
+    ) -> core::result::Result<bool, ()> {
         self.respond_first = !self.respond_first;
         let respond_first = self.respond_first;
         loop {
@@ -440,62 +477,66 @@ impl Sender {
                 }
             });
             let (limits, requests) = match look {
-                Look::Respond(request) => return self.response(owner, request, inbound).map(Some),
+                Look::Respond(request) => return self.response(owner, request, inbound),
                 Look::Work { limits, requests } => (limits, requests),
             };
-            let Some(sqe) = self.next_work(qp, &limits)? else {
+            if !self.next_work(qp, &limits)? {
                 // Stopped for a limit: a Read completing must wake us, unless one did
                 // since the look. A full list of work to complete stops us only if more
                 // work waits (a QP one deep fills it with every Read).
-                let stopped = self.held.is_some() || (!limits.can_take && RiwQp::send_waiting(qp));
+                let stopped = self.held || (!limits.can_take && RiwQp::send_waiting(qp));
                 if stopped && !reads(inbound, |r| r.sender_waits(limits)) {
                     continue;
                 }
                 if !requests {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 return match reads(inbound, |r| r.take_request()) {
-                    Some(request) => self.response(owner, request, inbound).map(Some),
-                    None => Ok(None),
+                    Some(request) => self.response(owner, request, inbound),
+                    None => Ok(false),
                 };
-            };
-            match local_operation(dev, qp, &sqe) {
+            }
+            match local_operation(dev, qp, &self.sqe) {
                 Some(Ok(())) => {
-                    reads(inbound, |r| r.finished(qp, SendWork::new(&sqe, 0)));
+                    reads(inbound, |r| r.finished(qp, SendWork::new(&self.sqe, 0)));
                     continue;
                 }
                 Some(Err(status)) => {
-                    complete_send(qp, &SendWork::failed(&sqe), status);
+                    complete_send(qp, &SendWork::failed(&self.sqe), status);
                     return Err(());
                 }
                 None => {}
             }
-            return match self.start(owner, dev, qp, inbound, &sqe) {
-                Ok(m) => Ok(Some(m)),
+            return match self.start(owner, dev, qp, inbound) {
+                Ok(()) => Ok(true),
                 Err(status) => {
-                    complete_send(qp, &SendWork::failed(&sqe), status);
+                    self.sources.clear();
+                    complete_send(qp, &SendWork::failed(&self.sqe), status);
                     Err(())
                 }
             };
         }
     }
 
-    /// The send queue's next work request, if it may start now under `limits`: one that
-    /// must wait for Reads (ORD, fence) is held until a Read Response completes a Read.
-    /// `Err` if it failed at once.
+    /// Takes the send queue's next work request into `sqe` (or the one held there) and
+    /// tells whether it may start now under `limits`: one that must wait for Reads (ORD,
+    /// fence) is held until a Read Response completes a Read. `Err` if it failed at once.
     fn next_work(
         &mut self,
         qp: &Qp<RiwDevice>,
         limits: &WorkLimits,
-    ) -> core::result::Result<Option<uapi::siw_sqe>, ()> {
-        let taken = self.held.take().or_else(|| {
-            let (sqe, more) = limits.can_take.then(|| RiwQp::take_send(qp)).flatten()?;
-            self.ring_more = more;
-            Some(sqe)
-        });
-        let Some(sqe) = taken else {
-            return Ok(None);
-        };
+    ) -> core::result::Result<bool, ()> {
+        if !self.held {
+            if !limits.can_take {
+                return Ok(false);
+            }
+            match RiwQp::take_send(qp, &mut self.sqe) {
+                Some(more) => self.ring_more = more,
+                None => return Ok(false),
+            }
+        }
+        self.held = false;
+        let sqe = &self.sqe;
         let fenced = u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_READ_FENCE != 0;
         let is_read = matches!(
             u32::from(sqe.opcode),
@@ -504,52 +545,57 @@ impl Sender {
         if is_read && limits.may_read.is_none() {
             // ORD 0: the peer takes no Read Requests; sending one would only be refused.
             let status = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
-            complete_send(qp, &SendWork::failed(&sqe), status);
+            complete_send(qp, &SendWork::failed(sqe), status);
             return Err(());
         }
         if (fenced && limits.reads_waiting) || (is_read && limits.may_read == Some(false)) {
-            self.held = Some(sqe);
-            return Ok(None);
+            self.held = true;
+            return Ok(false);
         }
-        Ok(Some(sqe))
+        Ok(true)
     }
 
-    /// Plans the response to a Read Request (checked when it arrived).
+    /// Plans the response to a Read Request (checked when it arrived): true. `Err` if it
+    /// cannot be sent (the connection ends).
     fn response<O: ZeroCopyOwner>(
         &mut self,
         owner: &Arc<O>,
         request: InboundRead,
         inbound: &SpinLockBh<Inbound>,
-    ) -> core::result::Result<Message, ()> {
-        let template = FpduHeader::new(SegmentHeader {
+    ) -> core::result::Result<bool, ()> {
+        self.template.segment = SegmentHeader {
             opcode: Opcode::ReadResponse,
             last: true,
             placement: Placement::Tagged {
                 stag: request.sink_stag,
                 to: request.sink_to,
             },
-        });
-        let mut sources = Sources::new();
+        };
+        self.template.rdmap = RdmapHeader::None;
+        self.sources.clear();
         if let Some((region, addr)) = request.source {
             let source = Source::Region {
                 region,
                 addr,
                 len: request.size,
             };
-            if sources.push(source).is_err() {
+            if self.sources.push(source).is_err() {
                 reads(inbound, |r| r.responded());
                 return Err(());
             }
         }
-        match Segmenter::new(template, request.size, self.max_ulpdu) {
-            Ok(segments) => Ok(Message {
-                origin: Origin::Response,
-                zero_copy: self.zero_copy(owner, inbound, &sources, u64::from(request.size)),
-                sources,
-                inline: [0; INLINE_AREA],
-                segments,
-            }),
+        match Segmenter::new(&self.template, request.size, self.max_ulpdu) {
+            Ok(segments) => {
+                let zero_copy = self.zero_copy(owner, inbound, u64::from(request.size));
+                self.message = Some(Message {
+                    origin: Origin::Response,
+                    segments,
+                    zero_copy,
+                });
+                Ok(true)
+            }
             Err(_) => {
+                self.sources.clear();
                 reads(inbound, |r| r.responded());
                 Err(())
             }
@@ -558,9 +604,11 @@ impl Sender {
 
     /// The current message failed locally: send work completes in error.
     fn fail_message(&mut self, qp: &Qp<RiwDevice>, status: u32) {
-        match self.message.take().map(|m| m.origin) {
-            Some(Origin::Work(work) | Origin::Read(work, _)) => complete_send(qp, &work, status),
-            _ => {}
+        if let Some(m) = self.message.take() {
+            self.sources.clear();
+            if let Origin::Work(work) | Origin::Read(work, _) = m.origin {
+                complete_send(qp, &work, status);
+            }
         }
     }
 
@@ -576,26 +624,33 @@ impl Sender {
                     complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
                 }
             } else {
-                complete_send(qp, &SendWork { signalled: true, ..work }, FLUSHED);
+                complete_send(
+                    qp,
+                    &SendWork {
+                        signalled: true,
+                        ..work
+                    },
+                    FLUSHED,
+                );
             }
         }
         self.fail_message(qp, FLUSHED);
-        if let Some(sqe) = self.held.take() {
-            complete_send(qp, &SendWork::failed(&sqe), FLUSHED);
+        if core::mem::take(&mut self.held) {
+            complete_send(qp, &SendWork::failed(&self.sqe), FLUSHED);
         }
     }
 
-    /// Checks the local buffer of send work: its SGEs, or inline data. Returns the
-    /// sources and the total length, or the completion status to report.
-    fn sources(
+    /// Checks the local buffer of send work `sqe` into `sources`: its SGEs, or inline
+    /// data. Returns the total length, or the completion status to report.
+    fn fill_sources(
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         sqe: &uapi::siw_sqe,
         rights: u32,
-    ) -> core::result::Result<(Sources, u64), u32> {
+        sources: &mut Sources,
+    ) -> core::result::Result<u64, u32> {
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
-        let mut sources = Sources::new();
-        let mut total: u64 = 0;
+        sources.clear();
         if u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_INLINE != 0 {
             let len = sqe.sges()[0].length;
             if len as usize > INLINE_AREA {
@@ -604,13 +659,14 @@ impl Sender {
             sources
                 .push(Source::Inline { len })
                 .map_err(|_| LOC_QP_OP_ERR)?;
-            return Ok((sources, u64::from(len)));
+            return Ok(u64::from(len));
         }
         let n = usize::from(sqe.num_sge);
         if n > uapi::SIW_MAX_SGE as usize {
             return Err(LOC_QP_OP_ERR);
         }
         let pd = pd_id(qp.pd::<RiwDevice>());
+        let mut total: u64 = 0;
         for sge in sqe.sges().iter().take(n) {
             if sge.length == 0 {
                 continue;
@@ -627,20 +683,20 @@ impl Sender {
                 .map_err(|_| LOC_QP_OP_ERR)?;
             total += u64::from(sge.length);
         }
-        Ok((sources, total))
+        Ok(total)
     }
 
-    /// Validates send work and plans its segments; `Err` is the completion status to
-    /// report.
+    /// Validates the send work in `sqe` and plans its message: headers, sources and
+    /// segments. `Err` is the completion status to report.
     fn start<O: ZeroCopyOwner>(
         &mut self,
         owner: &Arc<O>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
-        sqe: &uapi::siw_sqe,
-    ) -> core::result::Result<Message, u32> {
+    ) -> core::result::Result<(), u32> {
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
+        let sqe = &self.sqe;
         let flags = u32::from(sqe.flags);
         let known = uapi::siw_wqe_flags_SIW_WQE_VALID
             | uapi::siw_wqe_flags_SIW_WQE_INLINE
@@ -672,58 +728,59 @@ impl Sender {
         } else {
             0
         };
-        let (mut sources, total) = Self::sources(dev, qp, sqe, rights)?;
+        let total = Self::fill_sources(dev, qp, sqe, rights, &mut self.sources)?;
         if total > MAX_MESSAGE {
             return Err(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR);
         }
         let work = SendWork::new(sqe, total as u32);
-        let (template, origin, payload_len) = match opcode {
-            Opcode::RdmaWrite => (
-                FpduHeader::new(SegmentHeader {
+        let (rkey, raddr) = (sqe.rkey, sqe.raddr());
+        if inline {
+            self.inline = sqe.inline_area();
+        }
+        let (origin, payload_len) = match opcode {
+            Opcode::RdmaWrite => {
+                self.template.segment = SegmentHeader {
                     opcode,
                     last: true,
                     placement: Placement::Tagged {
-                        stag: sqe.rkey,
-                        to: sqe.raddr(),
+                        stag: rkey,
+                        to: raddr,
                     },
-                }),
-                Origin::Work(work),
-                total,
-            ),
+                };
+                self.template.rdmap = RdmapHeader::None;
+                (Origin::Work(work), total)
+            }
             Opcode::ReadRequest => {
                 // A Read sends no payload: its one SGE, taken out of the sources, is the sink.
-                let (region, sink_stag, sink_to) =
-                    match core::mem::replace(&mut sources, Sources::new()).items[0].take() {
-                        Some(Source::Region { region, addr, .. }) => {
-                            (Some(region), sqe.sges()[0].lkey, addr)
-                        }
-                        // Zero bytes: a non-zero STag all the same (hardware rejects 0).
-                        _ => (None, ZERO_READ_SINK_STAG, 0),
-                    };
+                let (region, sink_stag, sink_to) = match self.sources.take_first() {
+                    Some(Source::Region { region, addr, .. }) => {
+                        (Some(region), self.sqe.sges()[0].lkey, addr)
+                    }
+                    // Zero bytes: a non-zero STag all the same (hardware rejects 0).
+                    _ => (None, ZERO_READ_SINK_STAG, 0),
+                };
                 sink_to
                     .checked_add(total)
                     .ok_or(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR)?;
                 let msn = self.read_msn;
                 self.read_msn = msn.wrapping_add(1);
-                let header = FpduHeader {
-                    segment: SegmentHeader {
-                        opcode,
-                        last: true,
-                        placement: Placement::Untagged {
-                            inval_stag: 0,
-                            queue: QUEUE_READ_REQUEST,
-                            msn,
-                            mo: 0,
-                        },
+                self.template.segment = SegmentHeader {
+                    opcode,
+                    last: true,
+                    placement: Placement::Untagged {
+                        inval_stag: 0,
+                        queue: QUEUE_READ_REQUEST,
+                        msn,
+                        mo: 0,
                     },
-                    rdmap: RdmapHeader::ReadRequest(ReadRequest {
-                        sink_stag,
-                        sink_to,
-                        size: total as u32,
-                        source_stag: sqe.rkey,
-                        source_to: sqe.raddr(),
-                    }),
                 };
+                self.template.rdmap = RdmapHeader::ReadRequest(ReadRequest {
+                    sink_stag,
+                    sink_to,
+                    size: total as u32,
+                    source_stag: rkey,
+                    source_to: raddr,
+                });
                 let sink = ReadSink {
                     stag: sink_stag,
                     to: sink_to,
@@ -731,61 +788,64 @@ impl Sender {
                     region,
                     received: 0,
                 };
-                (header, Origin::Read(work, sink), 0)
+                (Origin::Read(work, sink), 0)
             }
             _ => {
-                let inval_stag = if opcode.invalidates() { sqe.rkey } else { 0 };
+                let inval_stag = if opcode.invalidates() { rkey } else { 0 };
                 let msn = self.send_msn;
                 self.send_msn = msn.wrapping_add(1);
-                (
-                    FpduHeader::new(SegmentHeader {
-                        opcode,
-                        last: true,
-                        placement: Placement::Untagged {
-                            inval_stag,
-                            queue: QUEUE_SEND,
-                            msn,
-                            mo: 0,
-                        },
-                    }),
-                    Origin::Work(work),
-                    total,
-                )
+                self.template.segment = SegmentHeader {
+                    opcode,
+                    last: true,
+                    placement: Placement::Untagged {
+                        inval_stag,
+                        queue: QUEUE_SEND,
+                        msn,
+                        mo: 0,
+                    },
+                };
+                self.template.rdmap = RdmapHeader::None;
+                (Origin::Work(work), total)
             }
         };
-        let segments = Segmenter::new(template, payload_len as u32, self.max_ulpdu)
+        let segments = Segmenter::new(&self.template, payload_len as u32, self.max_ulpdu)
             .map_err(|_| LOC_QP_OP_ERR)?;
-        Ok(Message {
+        let zero_copy = self.zero_copy(owner, inbound, payload_len);
+        self.message = Some(Message {
             origin,
-            zero_copy: self.zero_copy(owner, inbound, &sources, payload_len),
-            sources,
-            inline: if inline {
-                sqe.inline_area()
-            } else {
-                [0; INLINE_AREA]
-            },
             segments,
-        })
+            zero_copy,
+        });
+        Ok(())
     }
 
-    /// Builds the FPDU of one segment of the current message into the frame buffer, its
+    /// Builds the FPDU of `segment` of the current message into the frame buffer, its
     /// payload copied in, or for a zero-copy message only its header and trailer.
-    fn build(&mut self, header: FpduHeader, offset: u32, len: u32) -> Result {
-        let m = self.message.as_ref().ok_or(EINVAL)?;
-        let frame = &mut self.frame;
+    fn build(&mut self, segment: &Segment) -> Result {
+        let Self {
+            message,
+            template,
+            sources,
+            inline,
+            frame,
+            crc,
+            ..
+        } = self;
+        let m = message.as_ref().ok_or(EINVAL)?;
+        let (offset, len) = (segment.offset, segment.len as usize);
         let (mut writer, head) =
-            FpduWriter::<KernelCrc32c>::begin(&header, len as usize, self.crc, frame)
+            FpduWriter::<KernelCrc32c>::begin_segment(template, segment, *crc, frame)
                 .map_err(|_| EINVAL)?;
         let (body_end, zero_copy_len) = if m.zero_copy.is_some() {
             writer
-                .payload_elsewhere(len as usize, |crc| payload_crc(m, offset, len, crc).ok())
+                .payload_elsewhere(len, |crc| payload_crc(sources, offset, len, crc).ok())
                 .map_err(|_| EINVAL)?
                 .ok_or(EFAULT)?;
-            (head, len as usize)
+            (head, len)
         } else {
-            let body_end = head + len as usize;
+            let body_end = head + len;
             let body = frame.get_mut(head..body_end).ok_or(EINVAL)?;
-            gather(m, offset, body)?;
+            gather(sources, inline, offset, body)?;
             writer.payload(body).map_err(|_| EINVAL)?;
             (body_end, 0)
         };
@@ -802,7 +862,7 @@ impl Sender {
         self.zero_copy_len = zero_copy_len;
         self.payload_offset = offset;
         self.sent = 0;
-        self.frame_more = !header.segment.last;
+        self.frame_more = !segment.segment.last;
         Ok(())
     }
 
@@ -852,16 +912,17 @@ impl Source {
     }
 }
 
-/// Copies bytes `offset..offset + out.len()` of the message's payload into `out`.
-fn gather(m: &Message, offset: u32, out: &mut [u8]) -> Result {
+/// Copies bytes `offset..offset + out.len()` of a message's payload, from `sources` and
+/// its `inline` data, into `out`.
+fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut [u8]) -> Result {
     let mut done = 0;
-    m.sources.each(offset, out.len(), |source, at, n| {
+    sources.each(offset, out.len(), |source, at, n| {
         let now = out.get_mut(done..done + n).ok_or(EINVAL)?;
         match source {
             Source::Region { region, addr, .. } => region.read(addr + u64::from(at), now)?,
             Source::Inline { .. } => {
                 let start = at as usize;
-                now.copy_from_slice(m.inline.get(start..start + n).ok_or(EINVAL)?);
+                now.copy_from_slice(inline.get(start..start + n).ok_or(EINVAL)?);
             }
         }
         done += n;
@@ -870,9 +931,9 @@ fn gather(m: &Message, offset: u32, out: &mut [u8]) -> Result {
 }
 
 /// Continues the CRC register `crc` over payload bytes `offset..offset + len` of a
-/// zero-copy message, read in place.
-fn payload_crc(m: &Message, offset: u32, len: u32, mut crc: u32) -> Result<u32> {
-    m.sources.each(offset, len as usize, |source, at, n| {
+/// zero-copy message from `sources`, read in place.
+fn payload_crc(sources: &Sources, offset: u32, len: usize, mut crc: u32) -> Result<u32> {
+    sources.each(offset, len, |source, at, n| {
         let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
         crc = mem.crc32c(crc, mem_offset, n)?;
         Ok(())

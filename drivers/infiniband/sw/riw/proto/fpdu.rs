@@ -118,6 +118,15 @@ impl FpduHeader {
     /// Parses a DDP/RDMAP header that spans all of `buf` (for header-only
     /// messages, the whole ULPDU), applying every stateless check.
     pub fn parse(buf: &[u8]) -> Result<Self, Error> {
+        let mut rdmap = RdmapHeader::None;
+        let segment = Self::parse_split(buf, &mut rdmap)?;
+        Ok(Self { segment, rdmap })
+    }
+
+    /// As [`FpduHeader::parse`], the RDMAP header written to `rdmap` and the DDP header
+    /// returned. `rdmap` is written only for an opcode with an RDMAP header: the receive
+    /// path never moves the large header of messages that carry none.
+    pub(crate) fn parse_split(buf: &[u8], rdmap: &mut RdmapHeader) -> Result<SegmentHeader, Error> {
         let mut r = Reader::new(buf);
         let segment = SegmentHeader::read(&mut r)?;
         let opcode = segment.opcode;
@@ -129,9 +138,14 @@ impl FpduHeader {
             if !segment.last || mo != 0 {
                 return Err(Error::NotSingleSegment);
             }
+            *rdmap = RdmapHeader::parse(opcode, r.remaining())?;
+        } else {
+            if !r.remaining().is_empty() {
+                return Err(Error::NotSingleSegment);
+            }
+            *rdmap = RdmapHeader::None;
         }
-        let rdmap = RdmapHeader::parse(opcode, r.remaining())?;
-        Ok(Self { segment, rdmap })
+        Ok(segment)
     }
 }
 
@@ -188,17 +202,45 @@ impl<C: Crc32c> FpduWriter<C> {
         crc: bool,
         out: &mut [u8],
     ) -> Result<(Self, usize), Error> {
-        let ulpdu = header
-            .encoded_len()
+        Self::begin_parts(&header.segment, &header.rdmap, payload_len, crc, out)
+    }
+
+    /// As [`FpduWriter::begin`] for the header of `segment` of a message whose headers
+    /// are `template` (see [`Segmenter`]).
+    pub fn begin_segment(
+        template: &FpduHeader,
+        segment: &Segment,
+        crc: bool,
+        out: &mut [u8],
+    ) -> Result<(Self, usize), Error> {
+        let len = usize::try_from(segment.len).map_err(|_| Error::LengthMismatch)?;
+        Self::begin_parts(&segment.segment, &template.rdmap, len, crc, out)
+    }
+
+    /// As [`FpduWriter::begin`], the header given as its DDP and RDMAP parts.
+    fn begin_parts(
+        segment: &SegmentHeader,
+        rdmap: &RdmapHeader,
+        payload_len: usize,
+        crc: bool,
+        out: &mut [u8],
+    ) -> Result<(Self, usize), Error> {
+        let ulpdu = (segment.encoded_len() + rdmap.encoded_len())
             .checked_add(payload_len)
             .ok_or(Error::LengthMismatch)?;
         let ulpdu_len = u16::try_from(ulpdu).map_err(|_| Error::LengthMismatch)?;
-        if header.segment.opcode.is_header_only() && payload_len != 0 {
+        if segment.opcode.is_header_only() && payload_len != 0 {
             return Err(Error::NotSingleSegment);
+        }
+        if !rdmap.fits(segment.opcode) {
+            return Err(Error::OpcodeTagMismatch {
+                opcode: segment.opcode.to_wire(),
+            });
         }
         let mut w = Writer::new(&mut *out);
         w.u16(ulpdu_len)?;
-        header.write(&mut w)?;
+        segment.write(&mut w)?;
+        rdmap.write(&mut w)?;
         let written = w.written();
         let crc = match (crc, out.get(..written)) {
             (false, _) => None,
@@ -350,27 +392,39 @@ pub fn decode_fpdu<C: Crc32c>(buf: &[u8], crc: bool, max_ulpdu: u16) -> Result<F
     })
 }
 
-/// One FPDU of a segmented message: its header and the part of the message
-/// payload it carries.
+/// One FPDU of a segmented message: its DDP header and the part of the message
+/// payload it carries. Its RDMAP header is the message's (the template's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
-    /// Header with Last flag and TO/MO set for this segment.
-    pub header: FpduHeader,
+    /// DDP header with Last flag and TO/MO set for this segment.
+    pub segment: SegmentHeader,
     /// Offset of the segment's payload in the message.
     pub offset: u32,
     /// Payload bytes the segment carries.
     pub len: u32,
 }
 
+impl Segment {
+    /// The whole header of this segment of a message whose headers are `template`.
+    pub fn header(&self, template: &FpduHeader) -> FpduHeader {
+        FpduHeader {
+            segment: self.segment,
+            rdmap: template.rdmap,
+        }
+    }
+}
+
 /// Splits a message into DDP segments no larger than the negotiated maximum
-/// ULPDU, yielding headers and payload ranges; the engine copies payload.
+/// ULPDU, yielding DDP headers and payload ranges; the engine copies payload
+/// and frames each segment with [`FpduWriter::begin_segment`].
 ///
 /// The template's placement gives the message's first TO (tagged) or its
 /// MSN (untagged; its MO is ignored). A zero-length message yields one
-/// empty segment.
+/// empty segment. The segmenter keeps the template's DDP header only: the
+/// caller keeps the template, whose RDMAP header every segment shares.
 #[derive(Clone, Debug)]
 pub struct Segmenter {
-    template: FpduHeader,
+    segment: SegmentHeader,
     message_len: u32,
     max_payload: u32,
     offset: u32,
@@ -379,7 +433,7 @@ pub struct Segmenter {
 
 impl Segmenter {
     /// Plans the segmentation of a `message_len` byte message.
-    pub fn new(template: FpduHeader, message_len: u32, max_ulpdu: u16) -> Result<Self, Error> {
+    pub fn new(template: &FpduHeader, message_len: u32, max_ulpdu: u16) -> Result<Self, Error> {
         let header_len = template.encoded_len();
         if !template.rdmap.fits(template.segment.opcode) {
             return Err(Error::OpcodeTagMismatch {
@@ -398,7 +452,7 @@ impl Segmenter {
                 .ok_or(Error::TaggedOffsetWrap)?;
         }
         Ok(Self {
-            template,
+            segment: template.segment,
             message_len,
             // At most u16::MAX.
             max_payload: max_payload as u32,
@@ -418,9 +472,9 @@ impl Iterator for Segmenter {
         let left = self.message_len.checked_sub(self.offset)?;
         let len = left.min(self.max_payload);
         let last = len == left;
-        let mut header = self.template;
-        header.segment.last = last;
-        header.segment.placement = match header.segment.placement {
+        let mut segment = self.segment;
+        segment.last = last;
+        segment.placement = match segment.placement {
             Placement::Tagged { stag, to } => {
                 // Checked against the whole message in `new`.
                 Placement::Tagged {
@@ -440,14 +494,14 @@ impl Iterator for Segmenter {
                 mo: self.offset,
             },
         };
-        let segment = Segment {
-            header,
+        let next = Segment {
+            segment,
             offset: self.offset,
             len,
         };
         self.offset = self.offset.checked_add(len)?;
         self.done = last;
-        Some(segment)
+        Some(next)
     }
 }
 
@@ -599,11 +653,11 @@ mod tests {
             placement: Placement::Tagged { stag: 7, to: 1000 },
         });
         let segs: [Option<Segment>; 4] = {
-            let mut s = Segmenter::new(template, 250, 14 + 100).unwrap();
+            let mut s = Segmenter::new(&template, 250, 14 + 100).unwrap();
             [s.next(), s.next(), s.next(), s.next()]
         };
         let lens: [Option<(u32, u32, bool)>; 4] =
-            segs.map(|s| s.map(|s| (s.offset, s.len, s.header.segment.last)));
+            segs.map(|s| s.map(|s| (s.offset, s.len, s.segment.last)));
         assert_eq!(
             lens,
             [
@@ -614,17 +668,17 @@ mod tests {
             ]
         );
         assert_eq!(
-            segs[2].unwrap().header.segment.placement,
+            segs[2].unwrap().segment.placement,
             Placement::Tagged { stag: 7, to: 1200 }
         );
-        let mut empty = Segmenter::new(template, 0, 14).unwrap();
+        let mut empty = Segmenter::new(&template, 0, 14).unwrap();
         assert_eq!(
-            empty.next().map(|s| (s.len, s.header.segment.last)),
+            empty.next().map(|s| (s.len, s.segment.last)),
             Some((0, true))
         );
         assert!(empty.next().is_none());
         assert_eq!(
-            Segmenter::new(template, 1, 14).err(),
+            Segmenter::new(&template, 1, 14).err(),
             Some(Error::SegmentTooSmall)
         );
     }

@@ -15,11 +15,12 @@
 use core::marker::PhantomData;
 
 use super::crc::{crc32c_finish, crc32c_from_wire, Crc32c, CRC32C_INIT};
-use super::ddp::UntaggedTracker;
+use super::ddp::{SegmentHeader, UntaggedTracker};
 use super::fpdu::{
     pad_len, split_ulpdu, FpduHeader, MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN, MPA_CRC_LEN,
     MPA_LEN_FIELD,
 };
+use super::rdmap::RdmapHeader;
 use super::terminate::Terminate;
 use super::Error;
 
@@ -37,11 +38,13 @@ pub struct RxConfig {
     pub max_ulpdu: u16,
 }
 
-/// A validated FPDU header.
+/// A validated FPDU header: its DDP part. The RDMAP header of the few messages that
+/// have one (Read Request, Terminate, the RFC 7306 ones) stays in the parser,
+/// [`StreamParser::rdmap`]: it is large, and most FPDUs carry none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RxHeader {
-    /// DDP and RDMAP headers.
-    pub header: FpduHeader,
+    /// DDP header with the RDMAP control bits.
+    pub segment: SegmentHeader,
     /// ULPDU length from the MPA header.
     pub ulpdu_len: u16,
     /// Payload bytes that follow.
@@ -95,6 +98,8 @@ pub struct StreamParser<C: Crc32c> {
     trailer_have: usize,
     crc: u32,
     tracker: UntaggedTracker,
+    /// The RDMAP header of the current FPDU (`None` for messages without one).
+    rdmap: RdmapHeader,
     error: Option<Error>,
     _crc: PhantomData<fn() -> C>,
 }
@@ -129,6 +134,7 @@ impl<C: Crc32c> StreamParser<C> {
             trailer_have: 0,
             crc: CRC32C_INIT,
             tracker: UntaggedTracker::new(),
+            rdmap: RdmapHeader::None,
             error: None,
             _crc: PhantomData,
         }
@@ -137,6 +143,12 @@ impl<C: Crc32c> StreamParser<C> {
     /// The settings in use.
     pub const fn config(&self) -> RxConfig {
         self.config
+    }
+
+    /// The RDMAP header of the FPDU whose [`RxEvent::Header`] came last: a Read
+    /// Request's, a Terminate's, or [`RdmapHeader::None`].
+    pub const fn rdmap(&self) -> &RdmapHeader {
+        &self.rdmap
     }
 
     /// Untagged reassembly state.
@@ -283,16 +295,16 @@ impl<C: Crc32c> StreamParser<C> {
             .header
             .get(..self.header_need)
             .ok_or(Error::Truncated)?;
-        let header = FpduHeader::parse(raw.get(MPA_LEN_FIELD..).unwrap_or(&[]))?;
-        self.tracker
-            .accept(&header.segment, u32::from(self.payload_len))?;
+        let segment =
+            FpduHeader::parse_split(raw.get(MPA_LEN_FIELD..).unwrap_or(&[]), &mut self.rdmap)?;
+        self.tracker.accept(&segment, u32::from(self.payload_len))?;
         if self.config.crc {
             self.crc = C::update(CRC32C_INIT, raw);
         }
         self.phase = Phase::Payload;
         self.payload_done = 0;
         Ok(Some(RxHeader {
-            header,
+            segment,
             ulpdu_len: self.ulpdu_len,
             payload_len: self.payload_len,
         }))
@@ -327,6 +339,16 @@ pub struct RxEvents<'p, 'a, C: Crc32c> {
     done: bool,
 }
 
+impl<C: Crc32c> RxEvents<'_, '_, C> {
+    /// The whole header of the FPDU whose Header event `h` was the last one returned.
+    pub fn header(&self, h: &RxHeader) -> FpduHeader {
+        FpduHeader {
+            segment: h.segment,
+            rdmap: *self.parser.rdmap(),
+        }
+    }
+}
+
 impl<'a, C: Crc32c> Iterator for RxEvents<'_, 'a, C> {
     type Item = Result<RxEvent<'a>, Error>;
 
@@ -353,7 +375,7 @@ impl<'a, C: Crc32c> Iterator for RxEvents<'_, 'a, C> {
 #[cfg(test)]
 mod tests {
     use super::super::crc::SoftCrc32c;
-    use super::super::ddp::{Placement, SegmentHeader};
+    use super::super::ddp::Placement;
     use super::super::fpdu::encode_fpdu;
     use super::super::rdmap::Opcode;
     use super::super::terminate::TermCause;
@@ -385,13 +407,14 @@ mod tests {
     }
 
     /// Collapses events so chunkings can be compared.
-    fn collect(stream: &[u8], chunk: usize) -> (Vec<(RxHeader, Vec<u8>)>, Option<Error>) {
+    fn collect(stream: &[u8], chunk: usize) -> (Vec<(FpduHeader, Vec<u8>)>, Option<Error>) {
         let mut parser = StreamParser::<SoftCrc32c>::new(CONFIG);
-        let mut out: Vec<(RxHeader, Vec<u8>)> = Vec::new();
+        let mut out: Vec<(FpduHeader, Vec<u8>)> = Vec::new();
         for piece in stream.chunks(chunk.max(1)) {
-            for ev in parser.events(piece) {
+            let mut events = parser.events(piece);
+            while let Some(ev) = events.next() {
                 match ev {
-                    Ok(RxEvent::Header(h)) => out.push((h, Vec::new())),
+                    Ok(RxEvent::Header(h)) => out.push((events.header(&h), Vec::new())),
                     Ok(RxEvent::Payload { offset, data }) => {
                         let cur = &mut out.last_mut().unwrap().1;
                         assert_eq!(usize::from(offset), cur.len());
@@ -488,6 +511,6 @@ mod tests {
         let stream = frame(&header, &[]);
         let (events, err) = collect(&stream, 1);
         assert_eq!(err, None);
-        assert_eq!(events[0].0.header, header);
+        assert_eq!(events[0].0, header);
     }
 }

@@ -305,10 +305,10 @@ fn parse_fpdus(bytes: &[u8], crc: bool, chunk: usize) -> Result<Summary, (Error,
                 Some(RxEvent::Header(h)) => {
                     summary
                         .first
-                        .get_or_insert((h.header.segment.opcode, h.payload_len));
+                        .get_or_insert((h.segment.opcode, h.payload_len));
                     *summary
                         .fpdus
-                        .entry(format!("{:?}", h.header.segment.opcode))
+                        .entry(format!("{:?}", h.segment.opcode))
                         .or_default() += 1;
                 }
                 Some(RxEvent::Payload { data, .. }) => summary.payload += data.len(),

@@ -158,13 +158,13 @@ fn encode_stream(
     let mut stream = Vec::new();
     let mut expect = Vec::new();
     for m in msgs {
-        let segs = Segmenter::new(m.template, m.payload.len() as u32, max_ulpdu).unwrap();
+        let segs = Segmenter::new(&m.template, m.payload.len() as u32, max_ulpdu).unwrap();
         for s in segs {
             let part = &m.payload[s.offset as usize..(s.offset + s.len) as usize];
             let mut buf = vec![0u8; part.len() + MAX_FRAME_HEADER_LEN + MAX_TRAILER_LEN];
-            let n = encode_fpdu::<Crc>(&s.header, part, crc, &mut buf).unwrap();
+            let n = encode_fpdu::<Crc>(&s.header(&m.template), part, crc, &mut buf).unwrap();
             stream.extend_from_slice(&buf[..n]);
-            expect.push((s.header, part.to_vec()));
+            expect.push((s.header(&m.template), part.to_vec()));
         }
     }
     (stream, expect)
@@ -184,12 +184,13 @@ fn parse_stream(stream: &[u8], cuts: &[usize], config: RxConfig) -> (Parsed, Res
     bounds.sort_unstable();
     bounds.push(stream.len());
     for end in bounds {
-        for ev in parser.events(&stream[start..end]) {
+        let mut events = parser.events(&stream[start..end]);
+        while let Some(ev) = events.next() {
             match ev {
                 Ok(RxEvent::Header(h)) => {
                     assert!(ended, "header before end of previous FPDU");
                     ended = false;
-                    out.push((h.header, Vec::new()));
+                    out.push((events.header(&h), Vec::new()));
                 }
                 Ok(RxEvent::Payload { offset, data }) => {
                     let cur = &mut out.last_mut().unwrap().1;
@@ -289,7 +290,7 @@ proptest! {
         max_ulpdu in 60u16..2000,
     ) {
         for m in &msgs {
-            let Ok(segs) = Segmenter::new(m.template, m.payload.len() as u32, max_ulpdu) else {
+            let Ok(segs) = Segmenter::new(&m.template, m.payload.len() as u32, max_ulpdu) else {
                 prop_assert!(m.template.encoded_len() + 1 > usize::from(max_ulpdu));
                 continue;
             };
@@ -297,10 +298,10 @@ proptest! {
             let mut count = 0;
             for s in segs {
                 prop_assert_eq!(s.offset, next);
-                prop_assert!(s.header.encoded_len() + s.len as usize <= usize::from(max_ulpdu));
+                prop_assert!(s.header(&m.template).encoded_len() + s.len as usize <= usize::from(max_ulpdu));
                 next += s.len;
                 count += 1;
-                prop_assert_eq!(s.header.segment.last, next as usize == m.payload.len());
+                prop_assert_eq!(s.segment.last, next as usize == m.payload.len());
             }
             prop_assert!(count >= 1);
             prop_assert_eq!(next as usize, m.payload.len());

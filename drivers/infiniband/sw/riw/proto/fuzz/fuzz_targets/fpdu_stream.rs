@@ -16,12 +16,16 @@ use riw_proto::crc::crc32c;
 use riw_proto::fpdu::{fpdu_len, pad_len, MPA_CRC_LEN, MPA_LEN_FIELD};
 use riw_proto::*;
 
-/// Collapsed run: per FPDU its header and payload, then how the run ended.
-type Run = (Vec<(RxHeader, Vec<u8>, bool)>, Option<Error>, bool);
+/// Collapsed run: per FPDU its DDP and RDMAP headers and payload, then how the run ended.
+type Run = (
+    Vec<(RxHeader, RdmapHeader, Vec<u8>, bool)>,
+    Option<Error>,
+    bool,
+);
 
 fn run(stream: &[u8], config: RxConfig, seed: u8) -> Run {
     let mut parser = StreamParser::<SoftCrc32c>::new(config);
-    let mut out: Vec<(RxHeader, Vec<u8>, bool)> = Vec::new();
+    let mut out: Vec<(RxHeader, RdmapHeader, Vec<u8>, bool)> = Vec::new();
     let mut rest = stream;
     let mut size = usize::from(seed);
     while !rest.is_empty() {
@@ -34,19 +38,23 @@ fn run(stream: &[u8], config: RxConfig, seed: u8) -> Run {
         size = size.wrapping_mul(31).wrapping_add(7);
         let (piece, tail) = rest.split_at(take);
         rest = tail;
-        for ev in parser.events(piece) {
+        let mut events = parser.events(piece);
+        while let Some(ev) = events.next() {
             match ev {
-                Ok(RxEvent::Header(h)) => out.push((h, Vec::new(), false)),
+                Ok(RxEvent::Header(h)) => {
+                    let rdmap = events.header(&h).rdmap;
+                    out.push((h, rdmap, Vec::new(), false));
+                }
                 Ok(RxEvent::Payload { offset, data }) => {
                     let cur = out.last_mut().expect("payload after a header");
-                    assert_eq!(usize::from(offset), cur.1.len());
-                    cur.1.extend_from_slice(data);
-                    assert!(cur.1.len() <= usize::from(cur.0.payload_len));
+                    assert_eq!(usize::from(offset), cur.2.len());
+                    cur.2.extend_from_slice(data);
+                    assert!(cur.2.len() <= usize::from(cur.0.payload_len));
                 }
                 Ok(RxEvent::End) => {
                     let cur = out.last_mut().expect("end after a header");
-                    assert_eq!(cur.1.len(), usize::from(cur.0.payload_len));
-                    cur.2 = true;
+                    assert_eq!(cur.2.len(), usize::from(cur.0.payload_len));
+                    cur.3 = true;
                 }
                 Err(e) => {
                     let _ = parser.terminate_for(&e);
@@ -96,21 +104,25 @@ fuzz_target!(|data: &[u8]| {
     // Every complete FPDU re-encodes to the bytes it came from, up to the
     // pad, which is not checked, and the CRC, which depends on the pad.
     let mut at = 0;
-    for (h, payload, ended) in &whole.0 {
+    for (h, rdmap, payload, ended) in &whole.0 {
+        let header = FpduHeader {
+            segment: h.segment,
+            rdmap: *rdmap,
+        };
         let len = MPA_LEN_FIELD + usize::from(h.ulpdu_len) + pad_len(h.ulpdu_len) + 4;
         if !ended {
             break;
         }
         let original = &stream[at..at + len];
         let mut buf = vec![0u8; len];
-        let n = encode_fpdu::<SoftCrc32c>(&h.header, payload, config.crc, &mut buf)
+        let n = encode_fpdu::<SoftCrc32c>(&header, payload, config.crc, &mut buf)
             .expect("accepted FPDU re-encodes");
         assert_eq!(n, len);
         let covered = MPA_LEN_FIELD + usize::from(h.ulpdu_len);
         assert_eq!(&buf[..covered], &original[..covered]);
         let fpdu = decode_fpdu::<SoftCrc32c>(original, config.crc, config.max_ulpdu)
             .expect("stateless decoder accepts it too");
-        assert_eq!(fpdu.header, h.header);
+        assert_eq!(fpdu.header, header);
         at += len;
     }
     let _ = decode_fpdu::<SoftCrc32c>(stream, config.crc, config.max_ulpdu);
