@@ -15,17 +15,22 @@
 use core::marker::PhantomData;
 
 use super::crc::{crc32c_finish, crc32c_from_wire, Crc32c, CRC32C_INIT};
-use super::ddp::{SegmentHeader, UntaggedTracker};
+use super::ddp::{SegmentHeader, UntaggedTracker, UNTAGGED_HEADER_LEN};
 use super::fpdu::{
     pad_len, split_ulpdu, FpduHeader, MAX_FRAME_HEADER_LEN, MAX_TRAILER_LEN, MPA_CRC_LEN,
     MPA_LEN_FIELD,
 };
-use super::rdmap::RdmapHeader;
+use super::rdmap::{RdmapHeader, READ_REQUEST_LEN};
 use super::terminate::Terminate;
 use super::Error;
 
 /// Header bytes needed to learn the ULPDU length and the control bits.
 const CONTROL_END: usize = MPA_LEN_FIELD + 2;
+/// A length field and an untagged DDP header: the longest header but a Read Request's
+/// and a Terminate's.
+const SHORT_HEADER: usize = MPA_LEN_FIELD + UNTAGGED_HEADER_LEN;
+/// A length field and a Read Request's headers: the longest header but a Terminate's.
+const LONG_HEADER: usize = SHORT_HEADER + READ_REQUEST_LEN;
 
 /// Receive-side settings from the MPA negotiation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,6 +212,20 @@ impl<C: Crc32c> StreamParser<C> {
             let rest = input.get(consumed..).unwrap_or(&[]);
             let event = match self.phase {
                 Phase::Header => {
+                    if self.header_have == 0 {
+                        // Most headers come whole: taken in one go, not a field at a time.
+                        let (used, header) = self.header_whole(rest)?;
+                        consumed += used;
+                        if let Some(header) = header {
+                            return Ok(RxStep {
+                                consumed,
+                                event: Some(RxEvent::Header(header)),
+                            });
+                        }
+                        if used != 0 {
+                            continue;
+                        }
+                    }
                     let need = self.header_need;
                     consumed += fill(&mut self.header, &mut self.header_have, need, rest);
                     if self.header_have < need {
@@ -240,12 +259,20 @@ impl<C: Crc32c> StreamParser<C> {
                 }
                 Phase::Trailer => {
                     let need = pad_len(self.ulpdu_len) + MPA_CRC_LEN;
-                    consumed += fill(&mut self.trailer, &mut self.trailer_have, need, rest);
-                    if self.trailer_have < need {
-                        None
-                    } else {
-                        self.check_trailer(need)?;
+                    if let (0, Some(whole)) = (self.trailer_have, rest.get(..need)) {
+                        // The whole trailer is there: checked in place.
+                        consumed += need;
+                        self.check_trailer(whole)?;
                         Some(RxEvent::End)
+                    } else {
+                        consumed += fill(&mut self.trailer, &mut self.trailer_have, need, rest);
+                        if self.trailer_have < need {
+                            None
+                        } else {
+                            let trailer = self.trailer;
+                            self.check_trailer(trailer.get(..need).ok_or(Error::Truncated)?)?;
+                            Some(RxEvent::End)
+                        }
                     }
                 }
             };
@@ -255,42 +282,94 @@ impl<C: Crc32c> StreamParser<C> {
         }
     }
 
+    /// Starts a header from `input` when it holds [`SHORT_HEADER`] bytes or more: takes a
+    /// fixed-size prefix at once (a copy of known length, where a field at a time would
+    /// copy three times) and as much of the header as it holds. Returns the bytes taken,
+    /// and the header if it was all there.
+    fn header_whole(&mut self, input: &[u8]) -> Result<(usize, Option<RxHeader>), Error> {
+        let have = if let Some(prefix) = input.first_chunk::<LONG_HEADER>() {
+            if let Some(head) = self.header.first_chunk_mut::<LONG_HEADER>() {
+                *head = *prefix;
+            }
+            LONG_HEADER
+        } else if let Some(prefix) = input.first_chunk::<SHORT_HEADER>() {
+            if let Some(head) = self.header.first_chunk_mut::<SHORT_HEADER>() {
+                *head = *prefix;
+            }
+            SHORT_HEADER
+        } else {
+            return Ok((0, None));
+        };
+        // The length field, then the control bits: each sets what is needed next.
+        self.header_have = MPA_LEN_FIELD;
+        self.length_field()?;
+        self.header_have = CONTROL_END;
+        self.control_field()?;
+        let need = self.header_need;
+        if need > have {
+            // A long Terminate: the rest of it comes the slow way.
+            self.header_have = have;
+            return Ok((have, None));
+        }
+        self.header_have = need;
+        Ok((need, Some(self.header_done()?)))
+    }
+
     /// Advances header parsing once `header_need` bytes are buffered.
     fn header_step(&mut self) -> Result<Option<RxHeader>, Error> {
         if self.header_need == MPA_LEN_FIELD {
-            let len = self
-                .header
-                .first_chunk::<MPA_LEN_FIELD>()
-                .ok_or(Error::Truncated)?;
-            self.ulpdu_len = u16::from_be_bytes(*len);
-            if self.ulpdu_len > self.config.max_ulpdu {
-                return Err(Error::UlpduTooLong {
-                    len: self.ulpdu_len,
-                    max: self.config.max_ulpdu,
-                });
-            }
-            if usize::from(self.ulpdu_len) < CONTROL_END - MPA_LEN_FIELD {
-                return Err(Error::UlpduTooShort {
-                    len: self.ulpdu_len,
-                });
-            }
-            self.header_need = CONTROL_END;
+            self.length_field()?;
             return Ok(None);
         }
         if self.header_need == CONTROL_END {
-            let control = self
-                .header
-                .get(MPA_LEN_FIELD..CONTROL_END)
-                .and_then(|c| c.first_chunk::<2>())
-                .ok_or(Error::Truncated)?;
-            let (header_len, payload_len) = split_ulpdu(*control, self.ulpdu_len)?;
-            // Both are bounded by the 16-bit ULPDU length.
-            self.payload_len = payload_len as u16;
-            self.header_need = MPA_LEN_FIELD + header_len;
+            self.control_field()?;
             if self.header_need > CONTROL_END {
                 return Ok(None);
             }
         }
+        self.header_done().map(Some)
+    }
+
+    /// The length field is buffered: checks it; the control bits are needed next.
+    #[inline]
+    fn length_field(&mut self) -> Result<(), Error> {
+        let len = self
+            .header
+            .first_chunk::<MPA_LEN_FIELD>()
+            .ok_or(Error::Truncated)?;
+        self.ulpdu_len = u16::from_be_bytes(*len);
+        if self.ulpdu_len > self.config.max_ulpdu {
+            return Err(Error::UlpduTooLong {
+                len: self.ulpdu_len,
+                max: self.config.max_ulpdu,
+            });
+        }
+        if usize::from(self.ulpdu_len) < CONTROL_END - MPA_LEN_FIELD {
+            return Err(Error::UlpduTooShort {
+                len: self.ulpdu_len,
+            });
+        }
+        self.header_need = CONTROL_END;
+        Ok(())
+    }
+
+    /// The control bits are buffered: checks them; the whole header is needed next.
+    #[inline]
+    fn control_field(&mut self) -> Result<(), Error> {
+        let control = self
+            .header
+            .get(MPA_LEN_FIELD..CONTROL_END)
+            .and_then(|c| c.first_chunk::<2>())
+            .ok_or(Error::Truncated)?;
+        let (header_len, payload_len) = split_ulpdu(*control, self.ulpdu_len)?;
+        // Both are bounded by the 16-bit ULPDU length.
+        self.payload_len = payload_len as u16;
+        self.header_need = MPA_LEN_FIELD + header_len;
+        Ok(())
+    }
+
+    /// The whole header is buffered: parses and checks it against the stream's state.
+    fn header_done(&mut self) -> Result<RxHeader, Error> {
         let raw = self
             .header
             .get(..self.header_need)
@@ -303,18 +382,16 @@ impl<C: Crc32c> StreamParser<C> {
         }
         self.phase = Phase::Payload;
         self.payload_done = 0;
-        Ok(Some(RxHeader {
+        Ok(RxHeader {
             segment,
             ulpdu_len: self.ulpdu_len,
             payload_len: self.payload_len,
-        }))
+        })
     }
 
-    fn check_trailer(&mut self, len: usize) -> Result<(), Error> {
-        let (pad, crc) = self
-            .trailer
-            .get(..len)
-            .and_then(|t| t.split_at_checked(len.saturating_sub(MPA_CRC_LEN)))
+    fn check_trailer(&mut self, trailer: &[u8]) -> Result<(), Error> {
+        let (pad, crc) = trailer
+            .split_at_checked(trailer.len().saturating_sub(MPA_CRC_LEN))
             .ok_or(Error::Truncated)?;
         let received = crc32c_from_wire(*crc.first_chunk::<MPA_CRC_LEN>().ok_or(Error::Truncated)?);
         if self.config.crc {
