@@ -249,13 +249,13 @@ impl LockedSocket<'_> {
     /// Returns the bytes used: 0 at end of stream (unless `reader` stopped at once),
     /// EAGAIN if nothing is there yet. `reader` runs under the socket's lock, and in
     /// softirq context from a callback: it must not sleep, nor use the socket.
-    pub fn read_in_place(&self, reader: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
-        let mut reader = reader;
-        let ctx: *mut &mut dyn FnMut(&[u8]) -> usize = &mut reader;
+    pub fn read_in_place<F: FnMut(&[u8]) -> usize>(&self, reader: &mut F) -> Result<usize> {
+        let ctx: *mut F = reader;
         // SAFETY: A live, locked TCP socket (type invariant); `ctx` points to `reader`,
-        // alive and not otherwise used for the call, which is the only time `read_chunk`
-        // runs with it.
-        let ret = unsafe { bindings::riw_sock_read_locked(self.sk, Some(read_chunk), ctx.cast()) };
+        // alive and not otherwise used for the call, which is the only time
+        // `read_chunk::<F>` runs with it.
+        let ret =
+            unsafe { bindings::riw_sock_read_locked(self.sk, Some(read_chunk::<F>), ctx.cast()) };
         if ret < 0 {
             return Err(Error::from_errno(ret));
         }
@@ -358,8 +358,8 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
         // SAFETY: `sk` is live; the RCU read section is entered here and left below.
         let data = unsafe { bindings::riw_sock_callback_begin(sk) };
         // SAFETY: As above.
-        let listening = unsafe { bindings::riw_sock_state(sk) } == TCP_LISTEN;
-        if !data.is_null() && (!LISTENER || listening) {
+        let ours = !LISTENER || unsafe { bindings::riw_sock_state(sk) } == TCP_LISTEN;
+        if !data.is_null() && ours {
             // SAFETY: Non-NULL in the RCU read section: the reference `install` stored for
             // this handler type (trampolines are per type); `uninstall` drops it only after
             // clearing it and a grace period, so after this section.
@@ -740,15 +740,19 @@ pub fn ratelimit() -> bool {
 }
 
 /// Hands one run of bytes of `riw_sock_read_locked` to the reader of
-/// `LockedSocket::read_in_place`.
+/// `LockedSocket::read_in_place`, of type `F`.
 ///
 /// # Safety
 ///
 /// `ctx` is the `read_in_place` reader's pointer, for its call; `data` is valid for reads
 /// of `len` bytes until this returns.
-unsafe extern "C" fn read_chunk(ctx: *mut c_void, data: *const u8, len: usize) -> usize {
-    // SAFETY: The caller passes `read_in_place`'s pointer to its live reader.
-    let reader = unsafe { &mut *ctx.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
+unsafe extern "C" fn read_chunk<F: FnMut(&[u8]) -> usize>(
+    ctx: *mut c_void,
+    data: *const u8,
+    len: usize,
+) -> usize {
+    // SAFETY: The caller passes `read_in_place`'s pointer to its live reader of type `F`.
+    let reader = unsafe { &mut *ctx.cast::<F>() };
     // SAFETY: The caller guarantees `data` is valid for `len` bytes for this call; the
     // reader borrows the slice only for its own call.
     let chunk = unsafe { core::slice::from_raw_parts(data, len) };

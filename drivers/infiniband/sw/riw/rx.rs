@@ -125,6 +125,9 @@ struct Message {
     placed: u64,
     /// Set once the buffer's elements failed their checks.
     bad_buffer: bool,
+    /// Its first segment arrived. A receive is taken as soon as the one before it
+    /// completes, before its message comes: checking it is then off the critical path.
+    started: bool,
     solicited: bool,
     invalidate: Option<u32>,
 }
@@ -640,7 +643,7 @@ impl Placer<'_> {
                 },
             ));
         };
-        if self.message.is_none() {
+        if !self.message.as_ref().is_some_and(|m| m.started) {
             if mo != 0 {
                 return Err(violation(
                     TermCause::DDP_UNTAGGED_INVALID_MO,
@@ -651,16 +654,22 @@ impl Placer<'_> {
                     },
                 ));
             }
-            if !RiwQp::take_recv(self.qp, self.rqe) {
+            if self.message.is_none() && !self.take_receive() {
                 // No receive posted: the peer sent more than the consumer asked for.
                 return Err(violation(
                     TermCause::DDP_UNTAGGED_NO_BUFFER,
                     "a message without a posted receive",
                 ));
             }
-            self.receive_buffer()?;
+            if self.message.as_ref().is_some_and(|m| m.bad_buffer) {
+                return Err(self.fail_receive(
+                    uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR,
+                    TermCause::RDMAP_LOCAL_CATASTROPHIC,
+                ));
+            }
         }
         if let Some(m) = self.message.as_mut() {
+            m.started = true;
             m.solicited = matches!(
                 seg.opcode,
                 Opcode::SendSolicited | Opcode::SendSolicitedInvalidate
@@ -682,10 +691,12 @@ impl Placer<'_> {
         Ok(())
     }
 
-    /// Takes the receive work request in `rqe` as the current message's buffer, checked:
-    /// each non-empty element must name a valid region of the QP's protection domain,
-    /// writable locally, covering it.
-    fn receive_buffer(&mut self) -> Result<(), RxEnd> {
+    /// Takes the next posted receive as the next message's buffer, its elements checked
+    /// (a bad one fails the message when it comes); false if none is posted.
+    fn take_receive(&mut self) -> bool {
+        if !RiwQp::take_recv(self.qp, self.rqe) {
+            return false;
+        }
         let rqe = &*self.rqe;
         let n = usize::from(rqe.num_sge);
         let mut m = Message {
@@ -694,6 +705,7 @@ impl Placer<'_> {
             capacity: 0,
             placed: 0,
             bad_buffer: n > uapi::SIW_MAX_SGE as usize,
+            started: false,
             solicited: false,
             invalidate: None,
         };
@@ -727,15 +739,8 @@ impl Placer<'_> {
             }
             m.capacity += u64::from(sge.length);
         }
-        let bad = m.bad_buffer;
         *self.message = Some(m);
-        if bad {
-            return Err(self.fail_receive(
-                uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR,
-                TermCause::RDMAP_LOCAL_CATASTROPHIC,
-            ));
-        }
-        Ok(())
+        true
     }
 
     /// Ends the current message: its buffer's region references go.
@@ -830,22 +835,41 @@ impl Placer<'_> {
             self.reads.read_done(self.qp);
             return Ok(());
         }
-        if self.message.is_none() {
+        // Only the last segment of a Send ends the message in progress (a Write or a Read
+        // Request leaves it, and a receive taken before its message, alone).
+        let is_send = matches!(
+            h.segment.opcode,
+            Opcode::Send
+                | Opcode::SendSolicited
+                | Opcode::SendInvalidate
+                | Opcode::SendSolicitedInvalidate
+        );
+        if !is_send || !self.message.as_ref().is_some_and(|m| m.started) {
             return Ok(());
         }
-        if let Some(m) = self.take_message() {
-            if let Some(stag) = m.invalidate {
-                let pd = pd_id(self.qp.pd::<RiwDevice>());
-                if !RiwMr::invalidate(self.dev, stag, pd) {
-                    self.complete(&m, uapi::siw_wc_status_SIW_WC_REM_INV_REQ_ERR);
-                    return Err(RxEnd::LocalError {
-                        terminate: Terminate::new(TermCause::RDMAP_OPERATION_CANNOT_INVALIDATE),
-                    });
-                }
+        // The completion goes first: what follows it is off the message's critical path.
+        let Some(m) = self.message.take() else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        let mut status = uapi::siw_wc_status_SIW_WC_SUCCESS;
+        if let Some(stag) = m.invalidate {
+            let pd = pd_id(self.qp.pd::<RiwDevice>());
+            if !RiwMr::invalidate(self.dev, stag, pd) {
+                status = uapi::siw_wc_status_SIW_WC_REM_INV_REQ_ERR;
+                result = Err(RxEnd::LocalError {
+                    terminate: Terminate::new(TermCause::RDMAP_OPERATION_CANNOT_INVALIDATE),
+                });
             }
-            self.complete(&m, uapi::siw_wc_status_SIW_WC_SUCCESS);
         }
-        Ok(())
+        self.complete(&m, status);
+        release(self.targets, m.elements);
+        // The next message's receive, while nothing waits for it (not from a shared
+        // queue: another QP may need that one first).
+        if result.is_ok() && self.qp.srq::<RiwDevice>().is_none() {
+            self.take_receive();
+        }
+        result
     }
 }
 
