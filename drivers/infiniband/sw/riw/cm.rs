@@ -437,8 +437,8 @@ impl Endpoint {
             let g = &mut *guard;
             let established =
                 g.phase == Phase::Established && self.close_request.load(Ordering::Acquire) == 0;
-            if let (true, Some(qp)) = (established, g.qp.clone()) {
-                self.transmit(g, &qp, Wake::Doorbell);
+            if established {
+                self.transmit(g, Wake::Doorbell);
             }
             !established
         });
@@ -542,8 +542,8 @@ impl Endpoint {
         let accepted = match respond {
             Ok(Ok((n, settled))) => {
                 let mss = g.socket.as_ref().map_or(536, |s| s.mss());
-                Sender::new(settled.crc, mss).and_then(|tx| {
-                    let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
+                let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
+                Sender::new(settled.crc, mss, ord).and_then(|tx| {
                     let reads = Reads::new(ord, ird, RiwQp::send_depth(&qp))?;
                     RiwQp::enter_rts(&qp, ep.clone(), ord, ird)?;
                     Ok((n, settled, tx, reads))
@@ -842,7 +842,7 @@ impl Endpoint {
             }
         };
         let mss = g.socket.as_ref().map_or(536, |s| s.mss());
-        let tx = match Sender::new(settled.crc, mss) {
+        let tx = match Sender::new(settled.crc, mss, u32::from(settled.ord)) {
             Ok(tx) => tx,
             Err(e) => return self.connect_failed(g, e, pd),
         };
@@ -1041,12 +1041,14 @@ impl Endpoint {
                 return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
         }
-        self.transmit(g, &qp, Wake::WorkItem);
+        self.transmit(g, Wake::WorkItem);
     }
 
     /// Runs the sender: Read responses and the send queue, up to the budget.
-    fn transmit(self: &Arc<Self>, g: &mut EpInner, qp: &QpRef<RiwDevice>, wake: Wake) {
-        let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) else {
+    fn transmit(self: &Arc<Self>, g: &mut EpInner, wake: Wake) {
+        let (Some(sock), Some(conn), Some(qp)) =
+            (g.socket.as_ref(), g.conn.as_mut(), g.qp.as_ref())
+        else {
             return;
         };
         if conn.tx_held {
@@ -1068,7 +1070,8 @@ impl Endpoint {
             TxEnd::Budget => self.kick(),
             TxEnd::LocalError => {
                 send_terminate(g, Terminate::new(TermCause::RDMAP_LOCAL_CATASTROPHIC));
-                self.end(g, true, ECONNRESET().to_errno(), Some(qp.clone()));
+                let qp = g.qp.clone();
+                self.end(g, true, ECONNRESET().to_errno(), qp);
             }
             TxEnd::SocketError(e) => self.end(g, true, e.to_errno(), None),
         }

@@ -193,6 +193,17 @@ pub(crate) struct WorkLimits {
     pub(crate) reads_waiting: bool,
 }
 
+impl WorkLimits {
+    /// The limits while no work of ours waits in the Read state, with `ord`.
+    pub(crate) fn none_pending(ord: u32) -> Self {
+        Self {
+            can_take: true,
+            may_read: (ord != 0).then_some(true),
+            reads_waiting: false,
+        }
+    }
+}
+
 /// The RDMA Read state of a connection.
 pub(crate) struct Reads {
     /// Oldest first; the front, if any, is a Read waiting for its response.
@@ -249,6 +260,12 @@ impl Reads {
     /// Whether nothing waits: no Read for a response, no request for its answer.
     pub(crate) fn is_idle(&self) -> bool {
         self.pending.is_empty() && self.requests.is_empty() && !self.responding
+    }
+
+    /// Whether work of ours waits here: a Read for its response, zero-copy work for its
+    /// pages, or finished work behind them. Only the sender adds such work.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// What the Read state allows send work now.

@@ -192,6 +192,12 @@ pub(crate) struct Sender {
     /// Send or Write work whose last FPDU is the frame: it completes once the frame has
     /// gone to the socket, not before (nor on the critical path of the message).
     unreported: Option<SendWork>,
+    /// The connection's ORD.
+    ord: u32,
+    /// Work of ours may wait in the Read state (see `Reads::has_pending`). Only the
+    /// sender adds such work: while this is false, the Read state holds none, and the
+    /// doorbell's sender decides without its lock. A look under the lock clears it.
+    pending: bool,
     /// Which queue goes first at the next message boundary: responses or send work.
     respond_first: bool,
     /// The send queue's entry after the one last taken was posted when it was taken.
@@ -210,7 +216,7 @@ pub(crate) enum Wake {
 
 impl Sender {
     /// A sender for a connection with CRC on or off, over a path of `mss`-byte segments.
-    pub(crate) fn new(crc: bool, mss: u32) -> Result<Self> {
+    pub(crate) fn new(crc: bool, mss: u32, ord: u32) -> Result<Self> {
         // Larger FPDUs than one segment cost the receiver nothing (FPDUs are parsed from
         // the stream; RFC 5044 receivers must take them) and save framing and socket calls.
         let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(params::fpdu_segments()));
@@ -246,6 +252,8 @@ impl Sender {
             sqe: uapi::siw_sqe::default(),
             held: false,
             unreported: None,
+            ord,
+            pending: false,
             respond_first: false,
             ring_more: false,
         })
@@ -339,7 +347,11 @@ impl Sender {
             match self.push(sock, self.frame_more) {
                 Ok(true) => {
                     if let Some(work) = self.unreported.take() {
-                        reads(inbound, |r| r.finished(qp, work));
+                        self.finished(qp, inbound, work);
+                    }
+                    // The message's regions are no longer needed: released off its path.
+                    if self.message.is_none() && self.frame_ticket.is_none() {
+                        self.sources.clear();
                     }
                 }
                 Ok(false) => return TxEnd::Blocked,
@@ -354,7 +366,7 @@ impl Sender {
                 if wake == Wake::Doorbell && !self.ring_more && !self.held {
                     return TxEnd::Idle;
                 }
-                match self.next_message(owner, dev, qp, inbound) {
+                match self.next_message(owner, dev, qp, inbound, wake) {
                     Ok(true) => {}
                     Ok(false) => return TxEnd::Idle,
                     Err(()) => return TxEnd::LocalError,
@@ -401,10 +413,14 @@ impl Sender {
         let token = zero_copy.as_ref().map(|(_, token)| *token);
         match origin {
             Origin::Work(work) => match token {
-                Some(token) => reads(inbound, |r| r.finished_zero_copy(qp, work, token)),
+                Some(token) => {
+                    reads(inbound, |r| r.finished_zero_copy(qp, work, token));
+                    self.pending = true;
+                }
                 None => self.unreported = Some(work),
             },
             Origin::Read(work, sink) => {
+                self.pending = true;
                 if reads(inbound, |r| r.read_sent(work, sink)).is_err() {
                     complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
                     return Err(TxEnd::LocalError);
@@ -414,11 +430,27 @@ impl Sender {
         }
         // The work waits for the ticket's release now; the frame holds the ticket, and
         // the sources its payload comes from. A copied payload is in the frame already.
-        match zero_copy {
-            Some((ticket, _)) if self.zero_copy_len != 0 => self.frame_ticket = Some(ticket),
-            _ => self.sources.clear(),
+        if let Some((ticket, _)) = zero_copy {
+            if self.zero_copy_len != 0 {
+                self.frame_ticket = Some(ticket);
+            }
         }
         Ok(())
+    }
+
+    /// Send work has gone: it completes now, or behind the work that waits in the Read
+    /// state (whose lock is needed only if some may).
+    fn finished(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>, work: SendWork) {
+        if !self.pending {
+            if work.signalled {
+                complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
+            }
+            return;
+        }
+        self.pending = reads(inbound, |r| {
+            r.finished(qp, work);
+            r.has_pending()
+        });
     }
 
     /// A zero-copy ticket for a message of `len` bytes from `sources`, if it should go
@@ -456,6 +488,7 @@ impl Sender {
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
+        wake: Wake,
     ) -> core::result::Result<bool, ()> {
         self.respond_first = !self.respond_first;
         let respond_first = self.respond_first;
@@ -464,18 +497,30 @@ impl Sender {
             // each taking costs (a message used to take it five times). Meanwhile the
             // receiver can only lift a limit (a Read answered, work released) and wakes
             // the sender when it does: a stale look defers work, never oversteps ORD or
-            // a fence.
-            let look = reads(inbound, |r| {
-                if respond_first {
-                    if let Some(request) = r.take_request() {
-                        return Look::Respond(request);
-                    }
-                }
+            // a fence. The doorbell leaves Read Requests to the work item, so while no
+            // work of ours waits there, it needs no look at all.
+            let look = if wake == Wake::Doorbell && !self.pending {
                 Look::Work {
-                    limits: r.work_limits(),
-                    requests: r.has_requests(),
+                    limits: WorkLimits::none_pending(self.ord),
+                    requests: false,
                 }
-            });
+            } else {
+                let (look, pending) = reads(inbound, |r| {
+                    let pending = r.has_pending();
+                    if respond_first {
+                        if let Some(request) = r.take_request() {
+                            return (Look::Respond(request), pending);
+                        }
+                    }
+                    let work = Look::Work {
+                        limits: r.work_limits(),
+                        requests: r.has_requests(),
+                    };
+                    (work, pending)
+                });
+                self.pending = pending;
+                look
+            };
             let (limits, requests) = match look {
                 Look::Respond(request) => return self.response(owner, request, inbound),
                 Look::Work { limits, requests } => (limits, requests),
@@ -498,7 +543,7 @@ impl Sender {
             }
             match local_operation(dev, qp, &self.sqe) {
                 Some(Ok(())) => {
-                    reads(inbound, |r| r.finished(qp, SendWork::new(&self.sqe, 0)));
+                    self.finished(qp, inbound, SendWork::new(&self.sqe, 0));
                     continue;
                 }
                 Some(Err(status)) => {
@@ -617,6 +662,7 @@ impl Sender {
     pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>) {
         const FLUSHED: u32 = uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR;
         reads(inbound, |r| r.flush(qp));
+        self.pending = false;
         if let Some(work) = self.unreported.take() {
             // Its frame went whole only if a Terminate pushed it out.
             if self.sent == self.frame_total() {
