@@ -52,7 +52,7 @@ impl CqeExt for uapi::siw_cqe {
 /// Reading the unions of a send queue entry.
 pub trait SqeExt {
     /// The scatter/gather elements (meaningless for inline data).
-    fn sges(&self) -> [uapi::siw_sge; uapi::SIW_MAX_SGE as usize];
+    fn sges(&self) -> &[uapi::siw_sge; uapi::SIW_MAX_SGE as usize];
     /// The bytes of the SGE slots after the first, where inline data lives.
     fn inline_area(&self) -> [u8; INLINE_AREA];
     /// The remote address of an RDMA Write or Read.
@@ -66,10 +66,11 @@ pub const INLINE_AREA: usize =
     core::mem::size_of::<uapi::siw_sge>() * (uapi::SIW_MAX_SGE as usize - 1);
 
 impl SqeExt for uapi::siw_sqe {
-    fn sges(&self) -> [uapi::siw_sge; uapi::SIW_MAX_SGE as usize] {
+    fn sges(&self) -> &[uapi::siw_sge; uapi::SIW_MAX_SGE as usize] {
         // SAFETY: The union's members are plain data of the same size (an SGE array, or
-        // a pointer-sized word in the first SGE); any bits are SGEs.
-        unsafe { self.__bindgen_anon_2.sge }
+        // a pointer-sized word in the first SGE); any bits are SGEs. A reference, not a
+        // copy: the array is 96 bytes, and the data path reads the first SGE or two.
+        unsafe { &self.__bindgen_anon_2.sge }
     }
 
     fn access(&self) -> u64 {
