@@ -540,7 +540,7 @@ impl Placer<'_> {
     /// A Read Request of the peer: checked against the source region and IRD, then queued
     /// for the sender to answer.
     fn read_request(&mut self, rdmap: &RdmapHeader) -> Result<(), RxEnd> {
-        let RdmapHeader::ReadRequest(rr) = *rdmap else {
+        let RdmapHeader::ReadRequest(rr) = rdmap else {
             return Err(violation(
                 TermCause::RDMAP_UNEXPECTED_OPCODE,
                 "a Read Request without its header",

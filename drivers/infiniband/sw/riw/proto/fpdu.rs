@@ -138,7 +138,7 @@ impl FpduHeader {
             if !segment.last || mo != 0 {
                 return Err(Error::NotSingleSegment);
             }
-            *rdmap = RdmapHeader::parse(opcode, r.remaining())?;
+            RdmapHeader::parse_into(opcode, r.remaining(), rdmap)?;
         } else {
             if !r.remaining().is_empty() {
                 return Err(Error::NotSingleSegment);

@@ -291,17 +291,31 @@ impl RdmapHeader {
     }
 
     /// Parses the RDMAP header of `opcode` from `buf`, which must hold exactly
-    /// that header (the whole rest of the ULPDU for header-only messages).
-    pub(crate) fn parse(opcode: Opcode, buf: &[u8]) -> Result<Self, Error> {
+    /// that header (the whole rest of the ULPDU for header-only messages), into `out`
+    /// (left as it was on an error).
+    pub(crate) fn parse_into(opcode: Opcode, buf: &[u8], out: &mut Self) -> Result<(), Error> {
         let mut r = Reader::new(buf);
-        let header = match opcode {
-            Opcode::ReadRequest => Self::ReadRequest(ReadRequest {
-                sink_stag: r.u32()?,
-                sink_to: r.u64()?,
-                size: r.u32()?,
-                source_stag: r.u32()?,
-                source_to: r.u64()?,
-            }),
+        // Each header is written into `out` once whole and checked: a Read Request is the
+        // receive path's, and the enum is large (a Terminate's copied headers).
+        let all_read = |r: &Reader<'_>| {
+            if r.remaining().is_empty() {
+                Ok(())
+            } else {
+                Err(Error::NotSingleSegment)
+            }
+        };
+        match opcode {
+            Opcode::ReadRequest => {
+                let rr = ReadRequest {
+                    sink_stag: r.u32()?,
+                    sink_to: r.u64()?,
+                    size: r.u32()?,
+                    source_stag: r.u32()?,
+                    source_to: r.u64()?,
+                };
+                all_read(&r)?;
+                *out = Self::ReadRequest(rr);
+            }
             Opcode::AtomicRequest => {
                 // 28 reserved bits, then the 4-bit operation.
                 let word = r.u32()?;
@@ -311,7 +325,7 @@ impl RdmapHeader {
                     _ if word > 0xf => return Err(Error::RdmapReservedBits),
                     _ => return Err(Error::UnknownAtomicOp(word as u8)),
                 };
-                Self::AtomicRequest(AtomicRequest {
+                let request = AtomicRequest {
                     op,
                     request_id: r.u32()?,
                     stag: r.u32()?,
@@ -320,27 +334,35 @@ impl RdmapHeader {
                     add_swap_mask: r.u64()?,
                     compare: r.u64()?,
                     compare_mask: r.u64()?,
-                })
+                };
+                all_read(&r)?;
+                *out = Self::AtomicRequest(request);
             }
-            Opcode::AtomicResponse => Self::AtomicResponse(AtomicResponse {
-                request_id: r.u32()?,
-                original: r.u64()?,
-            }),
+            Opcode::AtomicResponse => {
+                let response = AtomicResponse {
+                    request_id: r.u32()?,
+                    original: r.u64()?,
+                };
+                all_read(&r)?;
+                *out = Self::AtomicResponse(response);
+            }
             Opcode::ImmediateData | Opcode::ImmediateDataSolicited => {
-                Self::ImmediateData(r.array()?)
+                let data = r.array()?;
+                all_read(&r)?;
+                *out = Self::ImmediateData(data);
             }
             Opcode::Terminate => {
                 if buf.len() > MAX_TERMINATE_LEN {
                     return Err(Error::TerminateMalformed);
                 }
-                return Terminate::parse(buf).map(Self::Terminate);
+                *out = Self::Terminate(Terminate::parse(buf)?);
             }
-            _ => Self::None,
-        };
-        if !r.remaining().is_empty() {
-            return Err(Error::NotSingleSegment);
+            _ => {
+                all_read(&r)?;
+                *out = Self::None;
+            }
         }
-        Ok(header)
+        Ok(())
     }
 }
 
