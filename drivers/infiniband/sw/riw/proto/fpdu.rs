@@ -309,9 +309,26 @@ impl<C: Crc32c> FpduWriter<C> {
         if self.payload_left != 0 {
             return Err(Error::LengthMismatch);
         }
-        let pad = [0u8; 3];
-        let pad = pad.get(..pad_len(self.ulpdu_len)).unwrap_or(&[]);
+        let pad_len = pad_len(self.ulpdu_len);
+        let zeros = [0u8; 3];
+        let pad = zeros.get(..pad_len).unwrap_or(&[]);
         let crc = self.crc.map_or(0, |crc| crc32c_finish(C::update(crc, pad)));
+        let len = pad_len + MPA_CRC_LEN;
+        // With room for the longest trailer (the engine's frames have it): fixed-size
+        // stores, the longest pad and then the CRC over its tail, rather than copies of a
+        // length known only now. This runs for every FPDU sent.
+        if let Some(trailer) = out.first_chunk_mut::<MAX_TRAILER_LEN>() {
+            if let Some((head, _)) = trailer.split_first_chunk_mut::<3>() {
+                *head = zeros;
+            }
+            if let Some(field) = trailer
+                .get_mut(pad_len..len)
+                .and_then(|f| f.first_chunk_mut::<MPA_CRC_LEN>())
+            {
+                *field = crc32c_to_wire(crc);
+                return Ok(len);
+            }
+        }
         let mut w = Writer::new(out);
         w.put(pad)?;
         w.put(&crc32c_to_wire(crc))?;
