@@ -1017,25 +1017,27 @@ impl Endpoint {
             // The peer closed: report it, then close our side.
             RxEnd::Eof => return self.end(g, false, 0, None),
             RxEnd::SocketError(e) => return self.end(g, true, e.to_errno(), None),
-            RxEnd::Violation { terminate, why } => {
+            RxEnd::Violation { cause, why } => {
                 if ratelimit() {
                     pr_warn!("{} terminated: {}\n", PeerName(g.remote), why);
                 }
+                let terminate = self.inbound.lock().rx.take_terminate(cause);
                 send_terminate(g, terminate);
                 return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
-            RxEnd::LocalError { terminate } => {
+            RxEnd::LocalError { cause } => {
+                let terminate = self.inbound.lock().rx.take_terminate(cause);
                 send_terminate(g, terminate);
                 return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
             }
-            RxEnd::Terminated(t) => {
+            RxEnd::Terminated(cause) => {
                 if ratelimit() {
                     pr_info!(
                         "{} terminated the connection (layer {}, type {}, code {:#x})\n",
                         PeerName(g.remote),
-                        t.cause.layer_bits(),
-                        t.cause.etype(),
-                        t.cause.code()
+                        cause.layer_bits(),
+                        cause.etype(),
+                        cause.code()
                     );
                 }
                 return self.end(g, true, ECONNRESET().to_errno(), Some(qp));

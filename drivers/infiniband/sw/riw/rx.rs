@@ -28,7 +28,9 @@ use kernel::sync::Arc;
 /// Bytes read from the socket at a time during the MPA exchange (frames and what follows).
 const RX_BUF_LEN: usize = 4096;
 
-/// How a receive run ended.
+/// How a receive run ended. Small, as it goes back from every run: the Terminate a
+/// violation owes the peer, with the offending segment's headers, waits in the receiver
+/// ([`Receiver::take_terminate`]).
 pub(crate) enum RxEnd {
     /// Everything available was taken.
     Idle,
@@ -38,36 +40,34 @@ pub(crate) enum RxEnd {
     Eof,
     /// The socket failed.
     SocketError(Error),
-    /// The peer broke the protocol (or sent what riw cannot take): send `terminate` and
-    /// end the connection.
-    Violation { terminate: Terminate, why: Why },
+    /// The peer broke the protocol (or sent what riw cannot take): send the Terminate
+    /// and end the connection.
+    Violation { cause: TermCause, why: Why },
     /// A receive buffer could not take the message (local error): the same, with the
     /// receive completed in error.
-    LocalError { terminate: Terminate },
+    LocalError { cause: TermCause },
     /// The peer sent a Terminate.
-    Terminated(Terminate),
+    Terminated(TermCause),
 }
 
 impl RxEnd {
-    /// Copies the offending segment's headers into a Terminate built without them.
-    fn about_segment(self, parser: &StreamParser<KernelCrc32c>, h: Option<&RxHeader>) -> Self {
-        let Some(h) = h else {
-            return self;
+    /// The Terminate this end owes the peer, if any: about the segment that caused it,
+    /// its headers copied if `h`, the header being processed, is known.
+    fn terminate(
+        &self,
+        parser: &StreamParser<KernelCrc32c>,
+        h: Option<&RxHeader>,
+    ) -> Option<Terminate> {
+        let (Self::Violation { cause, .. } | Self::LocalError { cause }) = self else {
+            return None;
         };
-        let copy = |t: Terminate| {
-            let (raw, ulpdu_len) = parser.current_header();
-            Terminate::about_segment(t.cause, ulpdu_len.max(h.ulpdu_len), raw)
-        };
-        match self {
-            Self::Violation { terminate, why } => Self::Violation {
-                terminate: copy(terminate),
-                why,
-            },
-            Self::LocalError { terminate } => Self::LocalError {
-                terminate: copy(terminate),
-            },
-            other => other,
-        }
+        Some(match h {
+            Some(h) => {
+                let (raw, ulpdu_len) = parser.current_header();
+                Terminate::about_segment(*cause, ulpdu_len.max(h.ulpdu_len), raw)
+            }
+            None => Terminate::new(*cause),
+        })
     }
 }
 
@@ -236,6 +236,8 @@ pub(crate) struct Receiver {
     parser: Option<StreamParser<KernelCrc32c>>,
     /// The header of the FPDU being processed.
     header: Option<RxHeader>,
+    /// The Terminate a violation found owes the peer.
+    terminate: Option<Terminate>,
     message: Option<Message>,
     /// The checked elements of the message's receive buffer (see `Message`).
     targets: [Target; uapi::SIW_MAX_SGE as usize],
@@ -254,6 +256,7 @@ impl Receiver {
             input: None,
             parser: None,
             header: None,
+            terminate: None,
             message: None,
             targets: Default::default(),
             rqe: uapi::siw_rqe::default(),
@@ -290,6 +293,14 @@ impl Receiver {
         self.parser = None;
     }
 
+    /// The Terminate the last violation or local error owes the peer, for `cause` if
+    /// none was built where it was found.
+    pub(crate) fn take_terminate(&mut self, cause: TermCause) -> Terminate {
+        self.terminate
+            .take()
+            .unwrap_or_else(|| Terminate::new(cause))
+    }
+
     /// Whether the peer-to-peer ready-to-receive message arrived and is not taken yet.
     pub(crate) fn rtr_pending(&self) -> bool {
         self.rtr_received
@@ -313,6 +324,7 @@ impl Receiver {
             input: mpa_input,
             parser,
             header,
+            terminate,
             message,
             targets,
             rqe,
@@ -325,6 +337,7 @@ impl Receiver {
         };
         let mut input = FpduInput {
             parser,
+            terminate,
             place: Placer {
                 dev,
                 qp,
@@ -379,6 +392,8 @@ impl Receiver {
 /// The FPDU parser and the placement of what it finds, fed a run of bytes at a time.
 struct FpduInput<'a> {
     parser: &'a mut StreamParser<KernelCrc32c>,
+    /// Where a violation leaves the Terminate it owes.
+    terminate: &'a mut Option<Terminate>,
     place: Placer<'a>,
     /// Messages still to finish before the receiver lets other work run.
     budget: u32,
@@ -392,8 +407,9 @@ impl FpduInput<'_> {
             let step = match self.parser.poll(&input[used..]) {
                 Ok(step) => step,
                 Err(why) => {
+                    *self.terminate = Some(self.parser.terminate_for(&why));
                     let stop = RxEnd::Violation {
-                        terminate: self.parser.terminate_for(&why),
+                        cause: why.terminate_cause(),
                         why: Why::Wire(why),
                     };
                     return (used, Some(stop));
@@ -415,10 +431,10 @@ impl FpduInput<'_> {
                 }
             };
             if let Err(end) = result {
-                return (
-                    used,
-                    Some(end.about_segment(self.parser, self.place.header.as_ref())),
-                );
+                if let Some(t) = end.terminate(self.parser, self.place.header.as_ref()) {
+                    *self.terminate = Some(t);
+                }
+                return (used, Some(end));
             }
             if self.budget == 0 {
                 return (used, Some(RxEnd::Budget));
@@ -444,7 +460,7 @@ struct Placer<'a> {
 
 fn violation(cause: TermCause, why: impl Into<Why>) -> RxEnd {
     RxEnd::Violation {
-        terminate: Terminate::new(cause),
+        cause,
         why: why.into(),
     }
 }
@@ -486,7 +502,7 @@ impl Placer<'_> {
             Opcode::ReadRequest => self.read_request(rdmap),
             Opcode::ReadResponse => self.response_header(h),
             Opcode::Terminate => match rdmap {
-                RdmapHeader::Terminate(t) => Err(RxEnd::Terminated(*t)),
+                RdmapHeader::Terminate(t) => Err(RxEnd::Terminated(t.cause)),
                 _ => Err(violation(
                     TermCause::RDMAP_UNEXPECTED_OPCODE,
                     WireError::TerminateMalformed,
@@ -755,9 +771,7 @@ impl Placer<'_> {
         if let Some(m) = self.take_message() {
             self.complete(&m, status);
         }
-        RxEnd::LocalError {
-            terminate: Terminate::new(cause),
-        }
+        RxEnd::LocalError { cause }
     }
 
     fn complete(&self, m: &Message, status: u32) {
@@ -858,7 +872,7 @@ impl Placer<'_> {
             if !RiwMr::invalidate(self.dev, stag, pd) {
                 status = uapi::siw_wc_status_SIW_WC_REM_INV_REQ_ERR;
                 result = Err(RxEnd::LocalError {
-                    terminate: Terminate::new(TermCause::RDMAP_OPERATION_CANNOT_INVALIDATE),
+                    cause: TermCause::RDMAP_OPERATION_CANNOT_INVALIDATE,
                 });
             }
         }
