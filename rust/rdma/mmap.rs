@@ -134,17 +134,40 @@ impl QueueMemory {
                 None => false,
             };
         }
+        self.read_words_into(offset, out, 0..size / WORD)
+    }
+
+    /// Copies the 64-bit words `words` of the `E` at `offset` (`E` seen as an array of
+    /// words) into the same words of `out`, once each, leaving its other words as they
+    /// were: an entry whose header tells how much of the rest is used is read in two
+    /// steps. False if the words are not inside `E` or the memory, or `E` is not made of
+    /// aligned words.
+    pub fn read_words_into<E: FromBytes>(
+        &self,
+        offset: usize,
+        out: &mut E,
+        words: core::ops::Range<usize>,
+    ) -> bool {
+        const WORD: usize = core::mem::size_of::<u64>();
+        let size = core::mem::size_of::<E>();
+        if !size.is_multiple_of(WORD)
+            || core::mem::align_of::<E>() < WORD
+            || words.start > words.end
+            || words.end > size / WORD
+        {
+            return false;
+        }
         let Some(p) = self.at(offset, size, WORD) else {
             return false;
         };
         let src = p.cast::<u64>();
         let dst = core::ptr::from_mut(out).cast::<u64>();
-        for i in 0..size / WORD {
+        for i in words {
             // SAFETY: `p` is valid for reads of `size` bytes and word-aligned (checked by
-            // `at`); `out` is an `E`, word-aligned (checked above) and `size` bytes long, of
-            // which any bit pattern is valid (`FromBytes`). Volatile: userspace may write the
-            // entry meanwhile; each word is read exactly once, and a torn entry is still an
-            // `E` that the caller validates.
+            // `at`); `out` is an `E`, word-aligned and `size` bytes long (checked above),
+            // of which any bit pattern is valid (`FromBytes`); word `i` is inside both.
+            // Volatile: userspace may write the entry meanwhile; each word is read exactly
+            // once, and a torn entry is still an `E` that the caller validates.
             unsafe { dst.add(i).write(src.add(i).read_volatile()) };
         }
         true

@@ -22,6 +22,15 @@ use kernel::sync::Arc;
 const SQE_SIZE: usize = size_of::<uapi::siw_sqe>();
 const RQE_SIZE: usize = size_of::<uapi::siw_rqe>();
 const SQE_FLAGS: usize = offset_of!(uapi::siw_sqe, flags);
+/// A send queue entry in 64-bit words: its fixed part, its SGE area, an SGE.
+const SQE_WORDS: usize = SQE_SIZE / size_of::<u64>();
+const SQE_SGE_WORD: usize = offset_of!(uapi::siw_sqe, __bindgen_anon_2) / size_of::<u64>();
+const SGE_WORDS: usize = size_of::<uapi::siw_sge>() / size_of::<u64>();
+const _: () = assert!(
+    SQE_SIZE % size_of::<u64>() == 0
+        && offset_of!(uapi::siw_sqe, __bindgen_anon_2) % size_of::<u64>() == 0
+        && size_of::<uapi::siw_sge>() % size_of::<u64>() == 0
+);
 const RQE_FLAGS: usize = offset_of!(uapi::siw_rqe, flags);
 const VALID: u16 = uapi::siw_wqe_flags_SIW_WQE_VALID as u16;
 /// Inline data rides in the SGE slots after the first.
@@ -267,7 +276,7 @@ impl RiwQp {
             return None;
         }
         let ring = RingCursor::send(this);
-        ring.take(&mut q.sq_next, sqe)
+        ring.take_sqe(&mut q.sq_next, sqe)
             .then(|| ring.is_valid(q.sq_next))
     }
 
@@ -605,6 +614,35 @@ impl<'a> RingCursor<'a> {
         }
         // The user library rings the doorbell only if it finds the entry before its new
         // one handed back: the hand-back must be ordered before our look at the next.
+        let _ = self.ring.store_u16_mb(offset + self.flags, 0);
+        *next = next.wrapping_add(1);
+        true
+    }
+
+    /// As [`Self::take`] for a send queue entry: its fixed part, then only the SGEs it
+    /// names, at least one (all of the SGE area for inline data, which lives there). The
+    /// SGEs beyond keep what an earlier entry had; nothing reads them.
+    fn take_sqe(&self, next: &mut u32, sqe: &mut uapi::siw_sqe) -> bool {
+        if !self.is_valid(*next) {
+            return false;
+        }
+        let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
+        if !self.ring.read_words_into(offset, sqe, 0..SQE_SGE_WORD) {
+            return false;
+        }
+        // The first SGE slot always: a registration's access word is there.
+        let sge_words = if sqe.flags & uapi::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0 {
+            SQE_WORDS - SQE_SGE_WORD
+        } else {
+            usize::from(sqe.num_sge).clamp(1, uapi::SIW_MAX_SGE as usize) * SGE_WORDS
+        };
+        if !self
+            .ring
+            .read_words_into(offset, sqe, SQE_SGE_WORD..SQE_SGE_WORD + sge_words)
+        {
+            return false;
+        }
+        // As in `take`: the hand-back is ordered before the look at the next entry.
         let _ = self.ring.store_u16_mb(offset + self.flags, 0);
         *next = next.wrapping_add(1);
         true
