@@ -344,18 +344,20 @@ impl Sender {
             self.ring_more = true;
         }
         loop {
-            match self.push(sock, self.frame_more) {
-                Ok(true) => {
-                    if let Some(work) = self.unreported.take() {
-                        self.finished(qp, inbound, work);
+            if self.sent < self.frame_total() {
+                match self.push(sock, self.frame_more) {
+                    Ok(true) => {
+                        if let Some(work) = self.unreported.take() {
+                            self.finished(qp, inbound, work);
+                        }
+                        // The message's regions are no longer needed: released off its path.
+                        if self.message.is_none() && self.frame_ticket.is_none() {
+                            self.sources.clear();
+                        }
                     }
-                    // The message's regions are no longer needed: released off its path.
-                    if self.message.is_none() && self.frame_ticket.is_none() {
-                        self.sources.clear();
-                    }
+                    Ok(false) => return TxEnd::Blocked,
+                    Err(e) => return TxEnd::SocketError(e),
                 }
-                Ok(false) => return TxEnd::Blocked,
-                Err(e) => return TxEnd::SocketError(e),
             }
             if budget == 0 {
                 return TxEnd::Budget;
@@ -491,7 +493,10 @@ impl Sender {
         wake: Wake,
     ) -> core::result::Result<bool, ()> {
         self.respond_first = !self.respond_first;
-        let respond_first = self.respond_first;
+        // Taking turns matters only while send work waits too: with none in the ring at
+        // the last take (a doorbell since leaves a note, and the work item runs again),
+        // a Read Request is answered at once, without a look at the ring first.
+        let respond_first = self.respond_first || (!self.ring_more && !self.held);
         loop {
             // One look at the Read state per decision: the receiver shares its lock, and
             // each taking costs (a message used to take it five times). Meanwhile the
@@ -577,7 +582,10 @@ impl Sender {
             }
             match RiwQp::take_send(qp, &mut self.sqe) {
                 Some(more) => self.ring_more = more,
-                None => return Ok(false),
+                None => {
+                    self.ring_more = false;
+                    return Ok(false);
+                }
             }
         }
         self.held = false;
