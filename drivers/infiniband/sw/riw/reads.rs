@@ -53,6 +53,16 @@ impl<T> Ring<T> {
         self.len
     }
 
+    /// An index past the end, brought back into the ring: `at` is below twice its
+    /// length (a division would do too, and cost a helper call under emulation).
+    fn wrap(&self, at: usize) -> usize {
+        if at >= self.slots.len() {
+            at - self.slots.len()
+        } else {
+            at
+        }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -66,7 +76,7 @@ impl<T> Ring<T> {
         if self.is_full() {
             return Err(item);
         }
-        let at = (self.head + self.len) % self.slots.len();
+        let at = self.wrap(self.head + self.len);
         match self.slots.get_mut(at) {
             Some(slot) => *slot = Some(item),
             None => return Err(item),
@@ -86,10 +96,7 @@ impl<T> Ring<T> {
     pub(crate) fn find_mut(&mut self, mut pred: impl FnMut(&T) -> bool) -> Option<&mut T> {
         for i in 0..self.len {
             // Within the ring: `head` and `i` are both below its length.
-            let mut at = self.head + i;
-            if at >= self.slots.len() {
-                at -= self.slots.len();
-            }
+            let at = self.wrap(self.head + i);
             if self
                 .slots
                 .get(at)
@@ -107,7 +114,7 @@ impl<T> Ring<T> {
             return None;
         }
         let item = self.slots.get_mut(self.head)?.take();
-        self.head = (self.head + 1) % self.slots.len();
+        self.head = self.wrap(self.head + 1);
         self.len -= 1;
         item
     }
@@ -158,18 +165,30 @@ pub(crate) struct ReadSink {
     pub(crate) received: u32,
 }
 
-/// Send work that left the send queue and has not been completed yet.
+/// What send work that left the send queue still waits for.
+enum Wait {
+    /// Nothing: it completes once the work before it has.
+    Nothing,
+    /// A Read waiting for its response.
+    Read(ReadSink),
+    /// Sent zero-copy, with the ticket of this token: TCP may still need its pages.
+    ZeroCopy(u64),
+}
+
+/// Send work that left the send queue and has not been completed yet. Small enough to
+/// move without a string copy: one goes in and out of the list per Read.
 struct Pending {
     work: SendWork,
-    /// A Read waiting for its response.
-    read: Option<ReadSink>,
-    /// Sent zero-copy, with the ticket of this token: TCP may still need its pages.
-    zero_copy: Option<u64>,
+    wait: Wait,
 }
 
 impl Pending {
     fn waits(&self) -> bool {
-        self.read.is_some() || self.zero_copy.is_some()
+        !matches!(self.wait, Wait::Nothing)
+    }
+
+    fn is_read(&self) -> bool {
+        matches!(self.wait, Wait::Read(_))
     }
 }
 
@@ -286,8 +305,7 @@ impl Reads {
             complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
         } else if let Err(p) = self.pending.push_back(Pending {
             work,
-            read: None,
-            zero_copy: None,
+            wait: Wait::Nothing,
         }) {
             // `WorkLimits::can_take` keeps room; should it not, order gives way to completion.
             complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_SUCCESS);
@@ -300,8 +318,7 @@ impl Reads {
     pub(crate) fn finished_zero_copy(&mut self, qp: &Qp<RiwDevice>, work: SendWork, token: u64) {
         let entry = Pending {
             work,
-            read: None,
-            zero_copy: Some(token),
+            wait: Wait::ZeroCopy(token),
         };
         if let Err(p) = self.pending.push_back(entry) {
             // As in `finished`: completion before order. The consumer may reuse the pages
@@ -315,8 +332,11 @@ impl Reads {
     /// TCP no longer needs the pages of the ticket of `token`: its work, and what waited
     /// behind it only, completes. Nothing waits for it once the connection was flushed.
     pub(crate) fn zero_copy_released(&mut self, qp: &Qp<RiwDevice>, token: u64) {
-        if let Some(p) = self.pending.find_mut(|p| p.zero_copy == Some(token)) {
-            p.zero_copy = None;
+        if let Some(p) = self
+            .pending
+            .find_mut(|p| matches!(p.wait, Wait::ZeroCopy(t) if t == token))
+        {
+            p.wait = Wait::Nothing;
             self.complete_front(qp);
         }
     }
@@ -338,8 +358,7 @@ impl Reads {
         self.pending
             .push_back(Pending {
                 work,
-                read: Some(sink),
-                zero_copy: None,
+                wait: Wait::Read(sink),
             })
             .map_err(|_| ENOMEM)?;
         self.waiting += 1;
@@ -348,7 +367,10 @@ impl Reads {
 
     /// The Read whose response comes next (responses come in the order of the Reads).
     pub(crate) fn awaited(&mut self) -> Option<&mut ReadSink> {
-        self.pending.find_mut(|p| p.read.is_some())?.read.as_mut()
+        match &mut self.pending.find_mut(Pending::is_read)?.wait {
+            Wait::Read(sink) => Some(sink),
+            _ => None,
+        }
     }
 
     /// The awaited Read's response is complete: it completes once nothing before it
@@ -357,16 +379,18 @@ impl Reads {
     /// region again at once).
     pub(crate) fn read_done(&mut self, qp: &Qp<RiwDevice>) {
         self.sender_wanted |= core::mem::take(&mut self.sender_waits);
-        if let Some(p) = self.pending.find_mut(|p| p.read.is_some()) {
+        if let Some(p) = self.pending.find_mut(Pending::is_read) {
             self.waiting = self.waiting.saturating_sub(1);
             let invalidates = u32::from(p.work.opcode) == uapi::siw_opcode_SIW_OP_READ_LOCAL_INV;
-            if let Some(ReadSink {
+            if let Wait::Read(ReadSink {
                 stag,
                 region: Some(region),
                 ..
-            }) = p.read.take().as_ref().filter(|_| invalidates)
+            }) = core::mem::replace(&mut p.wait, Wait::Nothing)
             {
-                region.invalidate_for(*stag, pd_id(qp.pd::<RiwDevice>()));
+                if invalidates {
+                    region.invalidate_for(stag, pd_id(qp.pd::<RiwDevice>()));
+                }
             }
         }
         self.complete_front(qp);
@@ -427,7 +451,7 @@ impl Reads {
     /// as it went.
     pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>) {
         while let Some(p) = self.pending.pop_front() {
-            if p.read.is_some() {
+            if p.is_read() {
                 complete_send(qp, &p.work, uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR);
             } else if p.work.signalled {
                 // Handed to TCP whole (zero-copy work too: its pages stay referenced).
