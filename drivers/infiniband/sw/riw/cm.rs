@@ -38,6 +38,7 @@ use crate::qp::RiwQp;
 use crate::reads::Reads;
 use crate::rx::{Inbound, MpaInput, RxEnd};
 use crate::tx::{Sender, TxEnd, Wake};
+use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -950,7 +951,7 @@ impl Endpoint {
     /// received yet, the connection must end, more data waits, or the sender has
     /// something to do (a Read to answer, work a Read held back, the ready-to-receive
     /// message came).
-    fn receive_now(&self, sock: &LockedSocket<'_>) -> bool {
+    fn receive_now(self: &Arc<Self>, sock: &LockedSocket<'_>) -> bool {
         if sock.readable() > CALLBACK_MAX_BYTES {
             return false;
         }
@@ -958,8 +959,19 @@ impl Endpoint {
         if inbound.qp.is_none() || inbound.outcome.is_some() {
             return false;
         }
-        match inbound.receive(sock, &self.dev, CALLBACK_BUDGET) {
-            RxEnd::Idle => !inbound.reads.take_sender_wanted() && !inbound.rx.rtr_pending(),
+        // The work item starts on another CPU as soon as the sender has something to
+        // do (a Read to answer), while this one receives the rest.
+        let woken = Cell::new(false);
+        let wake_sender = || {
+            if !woken.replace(true) {
+                self.kick();
+            }
+        };
+        match inbound.receive(sock, &self.dev, CALLBACK_BUDGET, &wake_sender) {
+            RxEnd::Idle => {
+                let wanted = inbound.reads.take_sender_wanted() || inbound.rx.rtr_pending();
+                !wanted || woken.get()
+            }
             RxEnd::Budget => false,
             end => {
                 inbound.outcome = Some(end);
@@ -998,7 +1010,8 @@ impl Endpoint {
                         if inbound.qp.is_none() {
                             inbound.qp = Some(qp.clone());
                         }
-                        inbound.receive(sock, &self.dev, BUDGET)
+                        // The work item sends right after receiving.
+                        inbound.receive(sock, &self.dev, BUDGET, &|| {})
                     }
                 };
                 inbound.reads.take_sender_wanted();

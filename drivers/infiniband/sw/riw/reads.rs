@@ -411,6 +411,11 @@ impl Reads {
         idle
     }
 
+    /// Whether the receiver changed what the sender may do (see `take_sender_wanted`).
+    pub(crate) fn sender_wanted(&self) -> bool {
+        self.sender_wanted
+    }
+
     /// Whether the receiver changed what the sender may do since this was last asked.
     pub(crate) fn take_sender_wanted(&mut self) -> bool {
         core::mem::take(&mut self.sender_wanted)

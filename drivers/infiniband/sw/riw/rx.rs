@@ -214,16 +214,19 @@ impl Inbound {
     }
 
     /// Receives and places what the socket holds, up to `budget` FPDUs; `Idle` if
-    /// FPDUs are not received (yet, or any more).
+    /// FPDUs are not received (yet, or any more). `wake_sender` runs as soon as the
+    /// sender has something to do (a Read Request to answer, work a Read held back), so
+    /// that it starts while the rest is received.
     pub(crate) fn receive(
         &mut self,
         sock: &LockedSocket<'_>,
         dev: &Device<RiwDevice>,
         budget: u32,
+        wake_sender: &dyn Fn(),
     ) -> RxEnd {
         let Self { rx, reads, qp, .. } = self;
         match qp.as_ref() {
-            Some(qp) => rx.run(sock, dev, qp, reads, budget),
+            Some(qp) => rx.run(sock, dev, qp, reads, budget, wake_sender),
             None => RxEnd::Idle,
         }
     }
@@ -319,6 +322,7 @@ impl Receiver {
         qp: &Qp<RiwDevice>,
         reads: &mut Reads,
         budget: u32,
+        wake_sender: &dyn Fn(),
     ) -> RxEnd {
         let Self {
             input: mpa_input,
@@ -342,6 +346,7 @@ impl Receiver {
                 dev,
                 qp,
                 reads,
+                wake_sender,
                 header,
                 message,
                 targets,
@@ -449,6 +454,7 @@ struct Placer<'a> {
     dev: &'a Device<RiwDevice>,
     qp: &'a Qp<RiwDevice>,
     reads: &'a mut Reads,
+    wake_sender: &'a dyn Fn(),
     header: &'a mut Option<RxHeader>,
     message: &'a mut Option<Message>,
     targets: &'a mut [Target; uapi::SIW_MAX_SGE as usize],
@@ -599,7 +605,9 @@ impl Placer<'_> {
                 TermCause::RDMAP_LOCAL_CATASTROPHIC,
                 "no memory for a Read Request",
             )
-        })
+        })?;
+        (self.wake_sender)();
+        Ok(())
     }
 
     /// A Read Response segment: it must continue the response to the oldest Read waiting,
@@ -847,6 +855,9 @@ impl Placer<'_> {
                 ));
             }
             self.reads.read_done(self.qp);
+            if self.reads.sender_wanted() {
+                (self.wake_sender)();
+            }
             return Ok(());
         }
         // Only the last segment of a Send ends the message in progress (a Write or a Read
