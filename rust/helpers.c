@@ -325,8 +325,7 @@ void riw_umem_put(struct riw_umem *mem)
 
 /*
  * The kernel address of byte `offset` of the region and how many bytes from there lie in
- * its page (at most `len`); NULL if the range is not wholly inside the region. The
- * copies below run once per message on the data path: a loop of their own, no callback.
+ * its page (at most `len`); NULL if the range is not wholly inside the region.
  */
 static void *riw_umem_piece(struct riw_umem *mem, size_t offset, size_t len, size_t *n)
 {
@@ -339,7 +338,16 @@ static void *riw_umem_piece(struct riw_umem *mem, size_t offset, size_t len, siz
 	return kmap_local_page(mem->pages[index]) + offset_in_page(pos);
 }
 
-int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len)
+/* What riw_umem_walk() does with each piece of a region. */
+enum riw_umem_op { RIW_UMEM_READ, RIW_UMEM_WRITE, RIW_UMEM_CRC };
+
+/*
+ * Reads `len` bytes at `offset` of the region into `buf`, writes them from `buf`, or
+ * continues the CRC32c in `crc` over them, a page at a time. Each caller passes a constant
+ * `op`, so each gets a loop of its own, without a callback per page.
+ */
+static __always_inline int riw_umem_walk(struct riw_umem *mem, size_t offset, size_t len,
+					 enum riw_umem_op op, void *buf, u32 *crc)
 {
 	if (offset > mem->umem->length || len > mem->umem->length - offset)
 		return -EINVAL;
@@ -349,13 +357,24 @@ int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t le
 
 		if (WARN_ON_ONCE(!addr))
 			return -EFAULT;
-		memcpy(dst, addr, n);
+		if (op == RIW_UMEM_READ)
+			memcpy(buf, addr, n);
+		else if (op == RIW_UMEM_WRITE)
+			memcpy(addr, buf, n);
+		else
+			*crc = crc32c(*crc, addr, n);
 		kunmap_local(addr);
-		dst += n;
+		if (op != RIW_UMEM_CRC)
+			buf += n;
 		offset += n;
 		len -= n;
 	}
 	return 0;
+}
+
+int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len)
+{
+	return riw_umem_walk(mem, offset, len, RIW_UMEM_READ, dst, NULL);
 }
 
 void *riw_xa_find(struct xarray *xa, unsigned long *index)
@@ -734,21 +753,7 @@ void riw_init_completion(struct completion *done)
 
 int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len)
 {
-	if (offset > mem->umem->length || len > mem->umem->length - offset)
-		return -EINVAL;
-	while (len) {
-		size_t n;
-		void *addr = riw_umem_piece(mem, offset, len, &n);
-
-		if (WARN_ON_ONCE(!addr))
-			return -EFAULT;
-		memcpy(addr, src, n);
-		kunmap_local(addr);
-		src += n;
-		offset += n;
-		len -= n;
-	}
-	return 0;
+	return riw_umem_walk(mem, offset, len, RIW_UMEM_WRITE, (void *)src, NULL);
 }
 
 /*
@@ -814,20 +819,7 @@ void riw_zc_put(struct riw_zc *zc)
 /* Continues a CRC32c over `len` bytes at `offset` of the umem, reading the pinned pages. */
 int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc)
 {
-	if (offset > mem->umem->length || len > mem->umem->length - offset)
-		return -EINVAL;
-	while (len) {
-		size_t n;
-		void *addr = riw_umem_piece(mem, offset, len, &n);
-
-		if (WARN_ON_ONCE(!addr))
-			return -EFAULT;
-		*crc = crc32c(*crc, addr, n);
-		kunmap_local(addr);
-		offset += n;
-		len -= n;
-	}
-	return 0;
+	return riw_umem_walk(mem, offset, len, RIW_UMEM_CRC, NULL, crc);
 }
 
 /* Pieces of pinned memory per sendmsg call; an FPDU's payload rarely spans more. */
