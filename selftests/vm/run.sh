@@ -4,14 +4,16 @@
 # Boot riw's test guest and run one command in it as root:
 #
 #   selftests/vm/run.sh [--variant debug|release] [--kernel BZIMAGE] [--module FILE.ko]...
-#                       [--timeout SECONDS] [--out DIR] [--smp N] [--mem SIZE] -- COMMAND [ARGS...]
+#                       [--timeout SECONDS] [--out DIR] [--smp N] [--mem SIZE]
+#                       [--plugin FILE.so[,ARG=VALUE...]] -- COMMAND [ARGS...]
 #
 # The guest (QEMU, TCG) chroots into the host's / shared read-only over 9p, with tmpfs on /tmp,
 # /run, /var/tmp, /root and /lib/modules, and runs COMMAND in the repository's top directory
 # with RIW_KSRC (the guest kernel's source tree) and RIW_OUT (DIR) exported. DIR is shared
 # writable at the same path; it keeps console.log (the whole serial console), output.log
 # (COMMAND's output alone) and dmesg.log (the guest's kernel log at the end). Without --out,
-# DIR is a fresh temporary directory, removed when the run succeeds.
+# DIR is a fresh temporary directory, removed when the run succeeds. --plugin loads a QEMU TCG
+# plugin with its arguments (scripts/tcg-profile.sh).
 # /lib/modules/$(uname -r) holds the kernel's modules plus each --module file under extra/,
 # indexed by depmod, so modprobe and request_module() autoloading work.
 #
@@ -31,7 +33,7 @@ set -euo pipefail
 E_SETUP=120 E_PANIC=121 E_TIMEOUT=122 E_NORESULT=123
 
 usage() {
-	sed -n '4,7s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit $E_SETUP
 }
 
@@ -41,7 +43,7 @@ fail() {
 }
 
 variant=debug kernel= timeout=600 out= smp=2 mem=2G
-modules=()
+modules=() plugin=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--variant) variant=${2:?}; shift 2 ;;
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--out) out=${2:?}; shift 2 ;;
 	--smp) smp=${2:?}; shift 2 ;;
 	--mem) mem=${2:?}; shift 2 ;;
+	--plugin) plugin=(-plugin "${2:?}"); shift 2 ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -133,6 +136,7 @@ timeout --foreground -k 10 "$timeout" \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev local,id=out,path="$out",security_model=none,multidevs=remap \
 		-device virtio-9p-pci,fsdev=out,mount_tag=riwout \
+		"${plugin[@]}" \
 	</dev/null || rc=$?
 echo "riw-vm: guest ran $((SECONDS - start)) s"
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Exact instruction counts of a perftest round trip, riw and siw, on the release kernel:
+#
+#   scripts/tcg-profile.sh [--tool ib_send_lat] [--size 64] [--drivers "riw siw"]
+#                          [--iterations N] [--trace "FUNCTION..."] [--out DIR]
+#
+# A QEMU TCG plugin (scripts/tcg-profile/plugin.c) counts every block of guest kernel code
+# the guest executes while TOOL runs N and then 3N iterations; the difference, over 2N, is
+# what one iteration executes, by module and function (scripts/tcg-profile/report.py).
+# With --trace, the entries of the named kernel or module functions (as /proc/kallsyms spells
+# them, or a part of such a name: every match) are logged with each
+# vCPU's instruction count, and the report gives the median instructions from one to the
+# next: the length of each step of a critical path, comparable across builds where wall
+# clock under TCG is not. The run is several times slower than without the plugin.
+set -euo pipefail
+. "$(dirname "$0")/toolchain.sh"
+
+tool=ib_send_lat size=64 drivers="riw siw" iterations=1000 trace="" out=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--tool) tool=${2:?}; shift 2 ;;
+	--size) size=${2:?}; shift 2 ;;
+	--drivers) drivers=${2:?}; shift 2 ;;
+	--iterations) iterations=${2:?}; shift 2 ;;
+	--trace) trace=${2:?}; shift 2 ;;
+	--out) out=${2:?}; shift 2 ;;
+	*) sed -n '4,5s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	esac
+done
+
+"$RIW_TOP/scripts/install-deps.sh"
+"$RIW_TOP/scripts/build-module.sh" release
+module=$(riw_module_dir release)/riw.ko
+kdir=$(riw_kernel_dir release)/linux
+work=$RIW_CACHE/tcg-profile
+mkdir -p "$work"
+plugin=$work/plugin.so
+src=$RIW_TOP/scripts/tcg-profile/plugin.c
+if [ ! -e "$plugin" ] || [ "$src" -nt "$plugin" ]; then
+	gcc -shared -fPIC -O2 -Wall -o "$plugin" "$src" -lpthread
+fi
+marker=$(awk '$3 == "ksys_sync" { print $1 }' "$kdir/System.map")
+[ -n "$marker" ] || { echo "tcg-profile: no ksys_sync in $kdir/System.map" >&2; exit 1; }
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/riw-tcg-profile.XXXXXX")
+mkdir -p "$out"
+out=$(realpath "$out")
+args=marker=$marker,out=$out
+run_guest() {
+	"$RIW_TOP/selftests/vm/run.sh" --variant release --module "$module" --timeout 1800 \
+		--out "$out" "$@"
+}
+if [ -n "$trace" ]; then
+	# Module functions have the addresses of the same modules loaded the same way.
+	run_guest -- bash -c 'modprobe riw; modprobe siw; echo 0 >/proc/sys/kernel/kptr_restrict;
+		cat /proc/kallsyms >"$RIW_OUT/kallsyms.boot"' >/dev/null
+	for f in $trace; do
+		awk -v f="$f" '($2 == "t" || $2 == "T") && index($3, f) { print $1 }' \
+			"$out/kallsyms.boot"
+	done | sort -u >"$out/traced"
+	args=$args,trace=$out/traced
+fi
+run_guest --plugin "$plugin,$args" -- env TOOL="$tool" SIZE="$size" DRIVERS="$drivers" \
+	N1="$iterations" N2=$((3 * iterations)) scripts/tcg-profile/guest.sh >"$out/guest.log"
+grep -E '^(riw|siw):' "$out/guest.log" || true
+python3 "$RIW_TOP/scripts/tcg-profile/report.py" "$out" "$drivers" $((2 * iterations))
+echo "tcg-profile: counts, traces and logs in $out"
