@@ -422,6 +422,31 @@ pub struct Segment {
 }
 
 impl Segment {
+    /// The one segment of a `message_len` byte message whose headers are `template`, if
+    /// the message fits one FPDU of at most `max_ulpdu` bytes: what a [`Segmenter`] would
+    /// yield, without planning a segmentation (most messages are small). `None` if it
+    /// needs more FPDUs or cannot be sent (a TO that wraps). The template itself is
+    /// checked when the segment is framed ([`FpduWriter::begin_segment`]).
+    pub fn whole(template: &FpduHeader, message_len: u32, max_ulpdu: u16) -> Option<Self> {
+        let ulpdu = template.encoded_len() + usize::try_from(message_len).ok()?;
+        if ulpdu > usize::from(max_ulpdu) {
+            return None;
+        }
+        let mut segment = template.segment;
+        segment.last = true;
+        match &mut segment.placement {
+            Placement::Tagged { to, .. } => {
+                to.checked_add(u64::from(message_len))?;
+            }
+            Placement::Untagged { mo, .. } => *mo = 0,
+        }
+        Some(Self {
+            segment,
+            offset: 0,
+            len: message_len,
+        })
+    }
+
     /// The whole header of this segment of a message whose headers are `template`.
     pub fn header(&self, template: &FpduHeader) -> FpduHeader {
         FpduHeader {

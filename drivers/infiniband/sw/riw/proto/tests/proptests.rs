@@ -309,6 +309,20 @@ proptest! {
     }
 
     #[test]
+    fn whole_segment_is_the_segmenters_only_one(
+        msgs in messages(),
+        max_ulpdu in 20u16..2000,
+    ) {
+        for m in &msgs {
+            let len = m.payload.len() as u32;
+            let planned: Option<Vec<Segment>> =
+                Segmenter::new(&m.template, len, max_ulpdu).ok().map(Iterator::collect);
+            let only = planned.filter(|segs| segs.len() == 1).map(|segs| segs[0]);
+            prop_assert_eq!(Segment::whole(&m.template, len, max_ulpdu), only);
+        }
+    }
+
+    #[test]
     fn mpa_frames_round_trip_in_chunks(
         reply in any::<bool>(),
         flags in any::<[bool; 4]>(),
