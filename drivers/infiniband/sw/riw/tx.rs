@@ -141,9 +141,9 @@ enum Origin {
     Response,
 }
 
-/// The message being sent; its headers, payload sources and inline data are the
-/// sender's `template`, `sources` and `inline`, filled in place (a message is planned
-/// for every work request: nothing large moves on the way).
+/// A message being sent FPDU by FPDU; its headers, payload sources and inline data are
+/// the sender's `template`, `sources` and `inline`, filled in place (nothing large moves
+/// on the way). A copied message that fits one FPDU needs none: it is framed at once.
 struct Message {
     origin: Origin,
     segments: Segmenter,
@@ -375,6 +375,8 @@ impl Sender {
                 }
             }
             let Some(m) = self.message.as_mut() else {
+                // Framed at once: it goes next.
+                budget -= 1;
                 continue;
             };
             let Some(segment) = m.segments.next() else {
@@ -383,7 +385,8 @@ impl Sender {
                 }
                 continue;
             };
-            if self.build(&segment).is_err() {
+            let zero_copy = m.zero_copy.is_some();
+            if self.build(&segment, zero_copy).is_err() {
                 self.fail_message(qp, uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR);
                 return TxEnd::LocalError;
             }
@@ -413,6 +416,30 @@ impl Sender {
             return Ok(());
         };
         let token = zero_copy.as_ref().map(|(_, token)| *token);
+        if let Err(work) = self.framed(origin, token, qp, inbound) {
+            complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
+            return Err(TxEnd::LocalError);
+        }
+        // The work waits for the ticket's release now; the frame holds the ticket, and
+        // the sources its payload comes from. A copied payload is in the frame already.
+        if let Some((ticket, _)) = zero_copy {
+            if self.zero_copy_len != 0 {
+                self.frame_ticket = Some(ticket);
+            }
+        }
+        Ok(())
+    }
+
+    /// The last FPDU of a message for `origin` is framed (sent zero-copy with the ticket
+    /// of `token`, if any): the work it is for goes where it waits. `Err` gives back Read
+    /// work the Read state could not take.
+    fn framed(
+        &mut self,
+        origin: Origin,
+        token: Option<u64>,
+        qp: &Qp<RiwDevice>,
+        inbound: &SpinLockBh<Inbound>,
+    ) -> core::result::Result<(), SendWork> {
         match origin {
             Origin::Work(work) => match token {
                 Some(token) => {
@@ -424,18 +451,10 @@ impl Sender {
             Origin::Read(work, sink) => {
                 self.pending = true;
                 if reads(inbound, |r| r.read_sent(work, sink)).is_err() {
-                    complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
-                    return Err(TxEnd::LocalError);
+                    return Err(work);
                 }
             }
             Origin::Response => reads(inbound, |r| r.responded()),
-        }
-        // The work waits for the ticket's release now; the frame holds the ticket, and
-        // the sources its payload comes from. A copied payload is in the frame already.
-        if let Some((ticket, _)) = zero_copy {
-            if self.zero_copy_len != 0 {
-                self.frame_ticket = Some(ticket);
-            }
         }
         Ok(())
     }
@@ -527,7 +546,7 @@ impl Sender {
                 look
             };
             let (limits, requests) = match look {
-                Look::Respond(request) => return self.response(owner, request, inbound),
+                Look::Respond(request) => return self.response(owner, qp, request, inbound),
                 Look::Work { limits, requests } => (limits, requests),
             };
             if !self.next_work(qp, &limits)? {
@@ -542,7 +561,7 @@ impl Sender {
                     return Ok(false);
                 }
                 return match reads(inbound, |r| r.take_request()) {
-                    Some(request) => self.response(owner, request, inbound),
+                    Some(request) => self.response(owner, qp, request, inbound),
                     None => Ok(false),
                 };
             }
@@ -613,6 +632,7 @@ impl Sender {
     fn response<O: ZeroCopyOwner>(
         &mut self,
         owner: &Arc<O>,
+        qp: &Qp<RiwDevice>,
         request: InboundRead,
         inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<bool, ()> {
@@ -637,16 +657,8 @@ impl Sender {
                 return Err(());
             }
         }
-        match Segmenter::new(&self.template, request.size, self.max_ulpdu) {
-            Ok(segments) => {
-                let zero_copy = self.zero_copy(owner, inbound, u64::from(request.size));
-                self.message = Some(Message {
-                    origin: Origin::Response,
-                    segments,
-                    zero_copy,
-                });
-                Ok(true)
-            }
+        match self.plan(owner, qp, inbound, Origin::Response, request.size) {
+            Ok(()) => Ok(true),
             Err(_) => {
                 self.sources.clear();
                 reads(inbound, |r| r.responded());
@@ -862,9 +874,37 @@ impl Sender {
                 (Origin::Work(work), total)
             }
         };
-        let segments = Segmenter::new(&self.template, payload_len as u32, self.max_ulpdu)
-            .map_err(|_| LOC_QP_OP_ERR)?;
-        let zero_copy = self.zero_copy(owner, inbound, payload_len);
+        self.plan(owner, qp, inbound, origin, payload_len as u32)
+    }
+
+    /// Plans the message for `origin` whose headers are the template and whose `len`
+    /// payload bytes come from the sources. One that fits one FPDU and is copied (most
+    /// small ones) is framed at once: no segmentation is planned, nothing waits to be
+    /// built. `Err` is the completion status of its work.
+    fn plan<O: ZeroCopyOwner>(
+        &mut self,
+        owner: &Arc<O>,
+        qp: &Qp<RiwDevice>,
+        inbound: &SpinLockBh<Inbound>,
+        origin: Origin,
+        len: u32,
+    ) -> core::result::Result<(), u32> {
+        const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
+        let zero_copy = self.zero_copy(owner, inbound, u64::from(len));
+        if zero_copy.is_none() {
+            if let Some(segment) = Segment::whole(&self.template, len, self.max_ulpdu) {
+                self.build(&segment, false)
+                    .map_err(|_| uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
+                if self.framed(origin, None, qp, inbound).is_err() {
+                    // Nothing of it goes.
+                    self.set_frame(0);
+                    return Err(LOC_QP_OP_ERR);
+                }
+                return Ok(());
+            }
+        }
+        let segments =
+            Segmenter::new(&self.template, len, self.max_ulpdu).map_err(|_| LOC_QP_OP_ERR)?;
         self.message = Some(Message {
             origin,
             segments,
@@ -874,10 +914,9 @@ impl Sender {
     }
 
     /// Builds the FPDU of `segment` of the current message into the frame buffer, its
-    /// payload copied in, or for a zero-copy message only its header and trailer.
-    fn build(&mut self, segment: &Segment) -> Result {
+    /// payload copied in, or if the message goes `zero_copy` only its header and trailer.
+    fn build(&mut self, segment: &Segment, zero_copy: bool) -> Result {
         let Self {
-            message,
             template,
             sources,
             inline,
@@ -885,12 +924,11 @@ impl Sender {
             crc,
             ..
         } = self;
-        let m = message.as_ref().ok_or(EINVAL)?;
         let (offset, len) = (segment.offset, segment.len as usize);
         let (mut writer, head) =
             FpduWriter::<KernelCrc32c>::begin_segment(template, segment, *crc, frame)
                 .map_err(|_| EINVAL)?;
-        let (body_end, zero_copy_len) = if m.zero_copy.is_some() {
+        let (body_end, zero_copy_len) = if zero_copy {
             writer
                 .payload_elsewhere(len, |crc| payload_crc(sources, offset, len, crc).ok())
                 .map_err(|_| EINVAL)?
