@@ -3,7 +3,7 @@
 # Exact instruction counts of a perftest round trip, riw and siw, on the release kernel:
 #
 #   scripts/tcg-profile.sh [--tool ib_send_lat] [--size 64] [--drivers "riw siw"]
-#                          [--iterations N] [--trace "FUNCTION..."] [--out DIR]
+#                          [--iterations N] [--trace "FUNCTION..." [--clock]] [--out DIR]
 #
 # A QEMU TCG plugin (scripts/tcg-profile/plugin.c) counts every block of guest kernel code
 # the guest executes while TOOL runs N and then 3N iterations; the difference, over 2N, is
@@ -13,10 +13,13 @@
 # vCPU's instruction count, and the report gives the median instructions from one to the
 # next: the length of each step of a critical path, comparable across builds where wall
 # clock under TCG is not. The run is several times slower than without the plugin.
+# With --clock, each step's median length is in host nanoseconds instead, and nothing but the
+# traced entries is instrumented (no counts): what the steps cost in time under TCG, where
+# instructions differ in cost (atomics, indirect branches). Compare the drivers within a run.
 set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 
-tool=ib_send_lat size=64 drivers="riw siw" iterations=1000 trace="" out=""
+tool=ib_send_lat size=64 drivers="riw siw" iterations=1000 trace="" out="" clock=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--tool) tool=${2:?}; shift 2 ;;
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
 	--drivers) drivers=${2:?}; shift 2 ;;
 	--iterations) iterations=${2:?}; shift 2 ;;
 	--trace) trace=${2:?}; shift 2 ;;
+	--clock) clock=1; shift ;;
 	--out) out=${2:?}; shift 2 ;;
 	*) sed -n '4,5s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
@@ -59,6 +63,7 @@ if [ -n "$trace" ]; then
 			"$out/kallsyms.boot"
 	done | sort -u >"$out/traced"
 	args=$args,trace=$out/traced
+	[ -z "$clock" ] || args=$args,clock=1
 fi
 run_guest --plugin "$plugin,$args" -- env TOOL="$tool" SIZE="$size" DRIVERS="$drivers" \
 	N1="$iterations" N2=$((3 * iterations)) scripts/tcg-profile/guest.sh >"$out/guest.log"

@@ -8,7 +8,10 @@
  *
  * Arguments: marker=ADDR (hex, a kernel function's entry), out=DIR, and optionally
  * trace=FILE, a list of function addresses (hex, one per line) whose entries are logged
- * with the vCPU and its count of executed kernel instructions so far.
+ * with the vCPU and its count of executed kernel instructions so far; with clock=1, the
+ * host's monotonic clock in nanoseconds instead, and nothing else is instrumented (no
+ * counts), so that the emulation runs at its own pace: what each step costs in time,
+ * where instructions differ in cost (atomics, indirect branches, memory accesses).
  *
  * Each closed window N leaves DIR/counts.N: one line per block, "vaddr insns execs
  * string-ops divisions" (the instructions TCG runs most slowly: an iteration per block, or
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef uint64_t qemu_plugin_id_t;
 typedef struct {
@@ -84,6 +88,7 @@ static unsigned int ntraced;
 static uint64_t vcpu_insns[MAX_VCPUS];
 static struct record *records;
 static uint64_t nrecords;
+static bool clock_mode;
 
 static struct block *block_of(uint64_t vaddr, uint64_t insns)
 {
@@ -187,7 +192,14 @@ static void on_traced(unsigned int vcpu, void *addr)
 		return;
 	records[i].vcpu = vcpu;
 	records[i].addr = (uintptr_t)addr;
-	records[i].insns = vcpu_insns[vcpu % MAX_VCPUS];
+	if (clock_mode) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		records[i].insns = (uint64_t)now.tv_sec * 1000000000u + now.tv_nsec;
+	} else {
+		records[i].insns = vcpu_insns[vcpu % MAX_VCPUS];
+	}
 }
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -198,6 +210,15 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 	if (vaddr < KERNEL_START)
 		return;
+	if (clock_mode) {
+		for (unsigned int i = 0; i < ntraced; i++)
+			if (traced[i] == vaddr)
+				qemu_plugin_register_vcpu_tb_exec_cb(tb, on_traced, 0,
+								     (void *)(uintptr_t)vaddr);
+		if (vaddr == marker)
+			qemu_plugin_register_vcpu_tb_exec_cb(tb, on_marker, 0, NULL);
+		return;
+	}
 	pthread_mutex_lock(&lock);
 	b = block_of(vaddr, insns);
 	classify(tb, b);
@@ -222,6 +243,8 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 	for (int i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "marker=", 7)) {
 			marker = strtoull(argv[i] + 7, NULL, 16);
+		} else if (!strcmp(argv[i], "clock=1")) {
+			clock_mode = true;
 		} else if (!strncmp(argv[i], "out=", 4)) {
 			outdir = argv[i] + 4;
 		} else if (!strncmp(argv[i], "trace=", 6)) {

@@ -58,6 +58,12 @@ def report(d, drv, first, iters, top):
         modules[module] += key[1] * execs
         if s or dv:
             special[name] += (s + dv) * execs
+    if not insns:
+        # --clock: nothing was counted, the traced entries carry host nanoseconds.
+        print(f"{drv}:")
+        phases(d, drv, first, syms, "host nanoseconds")
+        phases(d, drv, first, syms, "host nanoseconds", across=True)
+        return
     names = demangle(list(insns))
     print(f"{drv}: {sum(insns.values()):.0f} kernel instructions per iteration")
     for module, v in modules.most_common(6):
@@ -69,10 +75,12 @@ def report(d, drv, first, iters, top):
         print(f"  string instructions and divisions per iteration:")
         for v, n in sorted(rows, reverse=True)[:10]:
             print(f"  {v:8.1f}  {names[n][:100]}")
-    phases(d, drv, first, syms)
+    phases(d, drv, first, syms, "instructions")
 
 
-def phases(d, drv, first, syms):
+def phases(d, drv, first, syms, unit, across=False):
+    """Median `unit` from each traced entry to the next on the same vCPU, or with `across`
+    (a clock all vCPUs share) to the next on any vCPU: the steps of a round trip."""
     try:
         lines = open(f"{d}/trace.{first}").read().split("\n")
     except OSError:
@@ -86,11 +94,14 @@ def phases(d, drv, first, syms):
         if len(f) != 3:
             continue
         vcpu, addr, count = f[0], int(f[1], 16), int(f[2])
+        if across:
+            vcpu = "any"
         name = names.get(by_addr.get(addr, "?"), "?")
         if vcpu in last:
             span[(last[vcpu][0], name)].append(count - last[vcpu][1])
         last[vcpu] = (name, count)
-    print(f"  phases (median instructions on one vCPU from one traced entry to the next):")
+    where = "any vCPU" if across else "one vCPU"
+    print(f"  phases (median {unit} on {where} from one traced entry to the next):")
     rows = sorted(span.items(), key=lambda kv: -len(kv[1]))[:25]
     for (frm, to), v in rows:
         print(f"  {statistics.median(v):8.0f}  n={len(v):5d}  {frm[:45]} -> {to[:45]}")
