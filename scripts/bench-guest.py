@@ -27,7 +27,7 @@ BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
 ITERS_BW = int(os.environ.get("RIW_BENCH_ITERS_BW", "2000"))
 ITERS_LAT = int(os.environ.get("RIW_BENCH_ITERS_LAT", "2000"))
-ROUNDS = int(os.environ.get("RIW_BENCH_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("RIW_BENCH_ROUNDS", "5"))
 port = 9000
 
 

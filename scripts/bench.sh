@@ -8,8 +8,14 @@ set -euo pipefail
 "$RIW_TOP/scripts/build-module.sh" release
 out=$(mktemp -d "${TMPDIR:-/tmp}/riw-bench.XXXXXX")
 rc=0
+# The guest sees only what is passed on: the bench's settings, if set here.
+settings=()
+for v in RIW_BENCH_ROUNDS RIW_BENCH_ITERS_BW RIW_BENCH_ITERS_LAT; do
+	[ -z "${!v:-}" ] || settings+=("$v=${!v}")
+done
 "$RIW_TOP/selftests/vm/run.sh" --variant release --module "$(riw_module_dir release)/riw.ko" \
-	--out "$out" --timeout 1800 -- python3 scripts/bench-guest.py >/dev/null || rc=$?
+	--out "$out" --timeout 3600 -- env "${settings[@]}" python3 scripts/bench-guest.py \
+	>/dev/null || rc=$?
 cat "$out/output.log"
 rm -rf "$out"
 exit $rc
