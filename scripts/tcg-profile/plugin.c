@@ -202,6 +202,17 @@ static void on_traced(unsigned int vcpu, void *addr)
 	}
 }
 
+/* The callbacks of both modes: a traced entry's log and the marker's windows. */
+static void register_entries(struct qemu_plugin_tb *tb, uint64_t vaddr)
+{
+	for (unsigned int i = 0; i < ntraced; i++)
+		if (traced[i] == vaddr)
+			qemu_plugin_register_vcpu_tb_exec_cb(tb, on_traced, 0,
+							     (void *)(uintptr_t)vaddr);
+	if (vaddr == marker)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, on_marker, 0, NULL);
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
@@ -210,30 +221,19 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 	if (vaddr < KERNEL_START)
 		return;
-	if (clock_mode) {
-		for (unsigned int i = 0; i < ntraced; i++)
-			if (traced[i] == vaddr)
-				qemu_plugin_register_vcpu_tb_exec_cb(tb, on_traced, 0,
-								     (void *)(uintptr_t)vaddr);
-		if (vaddr == marker)
-			qemu_plugin_register_vcpu_tb_exec_cb(tb, on_marker, 0, NULL);
-		return;
+	if (!clock_mode) {
+		pthread_mutex_lock(&lock);
+		b = block_of(vaddr, insns);
+		classify(tb, b);
+		pthread_mutex_unlock(&lock);
+		/* Not atomic: two vCPUs running one block at once may lose a count, rarely. */
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, 0 /* add */, &b->execs, 1);
+		/* Ahead of a traced entry's log, which reads the count it keeps. */
+		if (records)
+			qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, 0,
+							     (void *)(uintptr_t)insns);
 	}
-	pthread_mutex_lock(&lock);
-	b = block_of(vaddr, insns);
-	classify(tb, b);
-	pthread_mutex_unlock(&lock);
-	/* Not atomic: two vCPUs running one block at once may lose a count, rarely. */
-	qemu_plugin_register_vcpu_tb_exec_inline(tb, 0 /* add */, &b->execs, 1);
-	if (records) {
-		qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, 0, (void *)(uintptr_t)insns);
-		for (unsigned int i = 0; i < ntraced; i++)
-			if (traced[i] == vaddr)
-				qemu_plugin_register_vcpu_tb_exec_cb(tb, on_traced, 0,
-								     (void *)(uintptr_t)vaddr);
-	}
-	if (vaddr == marker)
-		qemu_plugin_register_vcpu_tb_exec_cb(tb, on_marker, 0, NULL);
+	register_entries(tb, vaddr);
 }
 
 __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id,
