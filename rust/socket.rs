@@ -250,12 +250,11 @@ impl LockedSocket<'_> {
     /// EAGAIN if nothing is there yet. `reader` runs under the socket's lock, and in
     /// softirq context from a callback: it must not sleep, nor use the socket.
     pub fn read_in_place<F: FnMut(&[u8]) -> usize>(&self, reader: &mut F) -> Result<usize> {
-        let ctx: *mut F = reader;
+        let ctx = core::ptr::from_mut(reader).cast::<c_void>();
         // SAFETY: A live, locked TCP socket (type invariant); `ctx` points to `reader`,
         // alive and not otherwise used for the call, which is the only time
         // `read_chunk::<F>` runs with it.
-        let ret =
-            unsafe { bindings::riw_sock_read_locked(self.sk, Some(read_chunk::<F>), ctx.cast()) };
+        let ret = unsafe { bindings::riw_sock_read_locked(self.sk, Some(read_chunk::<F>), ctx) };
         if ret < 0 {
             return Err(Error::from_errno(ret));
         }

@@ -163,11 +163,11 @@ impl QueueMemory {
         let src = p.cast::<u64>();
         let dst = core::ptr::from_mut(out).cast::<u64>();
         for i in words {
+            // Volatile: userspace may write the entry meanwhile; each word is read exactly
+            // once, and a torn entry is still an `E` that the caller validates.
             // SAFETY: `p` is valid for reads of `size` bytes and word-aligned (checked by
             // `at`); `out` is an `E`, word-aligned and `size` bytes long (checked above),
             // of which any bit pattern is valid (`FromBytes`); word `i` is inside both.
-            // Volatile: userspace may write the entry meanwhile; each word is read exactly
-            // once, and a torn entry is still an `E` that the caller validates.
             unsafe { dst.add(i).write(src.add(i).read_volatile()) };
         }
         true
