@@ -694,14 +694,8 @@ impl Placer<'_> {
         }
         if let Some(m) = self.message.as_mut() {
             m.started = true;
-            m.solicited = matches!(
-                seg.opcode,
-                Opcode::SendSolicited | Opcode::SendSolicitedInvalidate
-            );
-            if matches!(
-                seg.opcode,
-                Opcode::SendInvalidate | Opcode::SendSolicitedInvalidate
-            ) {
+            m.solicited = seg.opcode.solicited();
+            if seg.opcode.invalidates() {
                 m.invalidate = Some(inval_stag);
             }
             let end = u64::from(mo) + u64::from(h.payload_len);
@@ -862,14 +856,7 @@ impl Placer<'_> {
         }
         // Only the last segment of a Send ends the message in progress (a Write or a Read
         // Request leaves it, and a receive taken before its message, alone).
-        let is_send = matches!(
-            h.segment.opcode,
-            Opcode::Send
-                | Opcode::SendSolicited
-                | Opcode::SendInvalidate
-                | Opcode::SendSolicitedInvalidate
-        );
-        if !is_send || !self.message.as_ref().is_some_and(|m| m.started) {
+        if !h.segment.opcode.is_send() || !self.message.as_ref().is_some_and(|m| m.started) {
             return Ok(());
         }
         // The completion goes first: what follows it is off the message's critical path.

@@ -147,6 +147,14 @@ impl Opcode {
         self.rdmap_header_len() != 0
     }
 
+    /// Whether this is one of the four Send messages.
+    pub const fn is_send(self) -> bool {
+        matches!(
+            self,
+            Self::Send | Self::SendInvalidate | Self::SendSolicited | Self::SendSolicitedInvalidate
+        )
+    }
+
     /// Whether the untagged header's first word is an STag to invalidate.
     pub const fn invalidates(self) -> bool {
         matches!(self, Self::SendInvalidate | Self::SendSolicitedInvalidate)
