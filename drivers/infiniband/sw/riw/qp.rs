@@ -580,7 +580,7 @@ impl<'a> RingCursor<'a> {
     /// Writes `entry` at `put` with its flags last; ENOMEM if the slot is still taken (the
     /// queue is full).
     fn produce<E: kernel::types::AsBytes>(&self, put: &mut u32, entry: &E, flags: u16) -> Result {
-        let offset = (*put & (self.entries - 1)) as usize * self.entry_size;
+        let offset = self.offset(*put);
         if self
             .ring
             .load_u16_acquire(offset + self.flags)
@@ -596,53 +596,57 @@ impl<'a> RingCursor<'a> {
         Ok(())
     }
 
+    /// Where in the ring the entry at `index` (counting on past the end) lies.
+    fn offset(&self, index: u32) -> usize {
+        (index & (self.entries - 1)) as usize * self.entry_size
+    }
+
     /// Whether the entry at `index` is posted.
     pub(crate) fn is_valid(&self, index: u32) -> bool {
-        let offset = (index & (self.entries - 1)) as usize * self.entry_size;
-        self.ring.load_u16_acquire(offset + self.flags).unwrap_or(0) & VALID != 0
+        self.ring
+            .load_u16_acquire(self.offset(index) + self.flags)
+            .unwrap_or(0)
+            & VALID
+            != 0
     }
 
     /// Takes the entry at `next` if it is posted: copies it out once into `entry`, hands
     /// the slot back and moves on.
     pub(crate) fn take<E: kernel::types::FromBytes>(&self, next: &mut u32, entry: &mut E) -> bool {
-        if !self.is_valid(*next) {
-            return false;
-        }
-        let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
-        if !self.ring.read_into(offset, entry) {
-            return false;
-        }
-        // The user library rings the doorbell only if it finds the entry before its new
-        // one handed back: the hand-back must be ordered before our look at the next.
-        let _ = self.ring.store_u16_mb(offset + self.flags, 0);
-        *next = next.wrapping_add(1);
-        true
+        self.take_with(next, |offset| self.ring.read_into(offset, entry))
     }
 
     /// As [`Self::take`] for a send queue entry: its fixed part, then only the SGEs it
     /// names, at least one (all of the SGE area for inline data, which lives there). The
     /// SGEs beyond keep what an earlier entry had; nothing reads them.
     fn take_sqe(&self, next: &mut u32, sqe: &mut uapi::siw_sqe) -> bool {
+        self.take_with(next, |offset| {
+            if !self.ring.read_words_into(offset, sqe, 0..SQE_SGE_WORD) {
+                return false;
+            }
+            // The first SGE slot always: a registration's access word is there.
+            let sge_words = if sqe.flags & uapi::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0 {
+                SQE_WORDS - SQE_SGE_WORD
+            } else {
+                usize::from(sqe.num_sge).clamp(1, uapi::SIW_MAX_SGE as usize) * SGE_WORDS
+            };
+            self.ring
+                .read_words_into(offset, sqe, SQE_SGE_WORD..SQE_SGE_WORD + sge_words)
+        })
+    }
+
+    /// Takes the entry at `next` if it is posted, `copy_out` copying it from its offset in
+    /// the ring: the slot is handed back and `next` moves on once it did.
+    fn take_with(&self, next: &mut u32, copy_out: impl FnOnce(usize) -> bool) -> bool {
         if !self.is_valid(*next) {
             return false;
         }
-        let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
-        if !self.ring.read_words_into(offset, sqe, 0..SQE_SGE_WORD) {
+        let offset = self.offset(*next);
+        if !copy_out(offset) {
             return false;
         }
-        // The first SGE slot always: a registration's access word is there.
-        let sge_words = if sqe.flags & uapi::siw_wqe_flags_SIW_WQE_INLINE as u16 != 0 {
-            SQE_WORDS - SQE_SGE_WORD
-        } else {
-            usize::from(sqe.num_sge).clamp(1, uapi::SIW_MAX_SGE as usize) * SGE_WORDS
-        };
-        if !self
-            .ring
-            .read_words_into(offset, sqe, SQE_SGE_WORD..SQE_SGE_WORD + sge_words)
-        {
-            return false;
-        }
-        // As in `take`: the hand-back is ordered before the look at the next entry.
+        // The user library rings the doorbell only if it finds the entry before its new
+        // one handed back: the hand-back must be ordered before our look at the next.
         let _ = self.ring.store_u16_mb(offset + self.flags, 0);
         *next = next.wrapping_add(1);
         true
@@ -658,7 +662,7 @@ impl<'a> RingCursor<'a> {
         complete: impl Fn(E) -> Completion,
     ) {
         for _ in 0..self.entries {
-            let offset = (*next & (self.entries - 1)) as usize * self.entry_size;
+            let offset = self.offset(*next);
             if self.ring.load_u16_acquire(offset + self.flags).unwrap_or(0) & VALID == 0 {
                 break;
             }
