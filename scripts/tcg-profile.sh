@@ -3,7 +3,8 @@
 # Exact instruction counts of a perftest round trip, riw and siw, on the release kernel:
 #
 #   scripts/tcg-profile.sh [--tool ib_send_lat] [--size 64] [--drivers "riw siw"]
-#                          [--iterations N] [--trace "FUNCTION..." [--clock]] [--out DIR]
+#                          [--iterations N] [--trace "FUNCTION..." [--clock]]
+#                          [--perf [--callers SYMBOL]] [--out DIR]
 #
 # A QEMU TCG plugin (scripts/tcg-profile/plugin.c) counts every block of guest kernel code
 # the guest executes while TOOL runs N and then 3N iterations; the difference, over 2N, is
@@ -16,10 +17,16 @@
 # With --clock, each step's median length is in host nanoseconds instead, and nothing but the
 # traced entries is instrumented (no counts): what the steps cost in time under TCG, where
 # instructions differ in cost (atomics, indirect branches). Compare the drivers within a run.
+# With --perf, no plugin: perf samples both vCPUs (the guest's tick, 250 Hz) while TOOL runs
+# N iterations (150,000 by default) over each driver, and the report gives the shares of the
+# samples of the run's steady part by process, object and symbol, and the call chains to
+# SYMBOL (default queued_spin_lock_slowpath: who waits on a spinlock). Instrumentation moves
+# the two vCPUs' timing against each other; this sees waits only the real timing produces.
 set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 
-tool=ib_send_lat size=64 drivers="riw siw" iterations=1000 trace="" out="" clock=""
+tool=ib_send_lat size=64 drivers="riw siw" iterations="" trace="" out="" clock="" perf=""
+callers=queued_spin_lock_slowpath
 while [ $# -gt 0 ]; do
 	case $1 in
 	--tool) tool=${2:?}; shift 2 ;;
@@ -28,8 +35,10 @@ while [ $# -gt 0 ]; do
 	--iterations) iterations=${2:?}; shift 2 ;;
 	--trace) trace=${2:?}; shift 2 ;;
 	--clock) clock=1; shift ;;
+	--perf) perf=1; shift ;;
+	--callers) callers=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
-	*) sed -n '4,5s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	*) sed -n '5,7s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 
@@ -37,6 +46,23 @@ done
 "$RIW_TOP/scripts/build-module.sh" release
 module=$(riw_module_dir release)/riw.ko
 kdir=$(riw_kernel_dir release)/linux
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/riw-tcg-profile.XXXXXX")
+mkdir -p "$out"
+out=$(realpath "$out")
+run_guest() {
+	"$RIW_TOP/selftests/vm/run.sh" --variant release --module "$module" --timeout 1800 \
+		--out "$out" "$@"
+}
+if [ -n "$perf" ]; then
+	run_guest -- env TOOL="$tool" SIZE="$size" DRIVERS="$drivers" PERF=1 \
+		N1="${iterations:-150000}" CALLERS="$callers" MODULE="$module" \
+		scripts/tcg-profile/guest.sh >"$out/guest.log"
+	grep -E '^(riw|siw):' "$out/guest.log" || true
+	python3 "$RIW_TOP/scripts/tcg-profile/perf-report.py" "$out" "$tool" $drivers
+	echo "tcg-profile: samples, reports and logs in $out"
+	exit 0
+fi
+iterations=${iterations:-1000}
 work=$RIW_CACHE/tcg-profile
 mkdir -p "$work"
 plugin=$work/plugin.so
@@ -46,14 +72,7 @@ if [ ! -e "$plugin" ] || [ "$src" -nt "$plugin" ]; then
 fi
 marker=$(awk '$3 == "ksys_sync" { print $1 }' "$kdir/System.map")
 [ -n "$marker" ] || { echo "tcg-profile: no ksys_sync in $kdir/System.map" >&2; exit 1; }
-[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/riw-tcg-profile.XXXXXX")
-mkdir -p "$out"
-out=$(realpath "$out")
 args=marker=$marker,out=$out
-run_guest() {
-	"$RIW_TOP/selftests/vm/run.sh" --variant release --module "$module" --timeout 1800 \
-		--out "$out" "$@"
-}
 if [ -n "$trace" ]; then
 	# Module functions have the addresses of the same modules loaded the same way.
 	run_guest -- bash -c 'modprobe riw; modprobe siw; echo 0 >/proc/sys/kernel/kptr_restrict;

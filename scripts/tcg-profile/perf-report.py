@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Reports a scripts/guest-perf.sh run: per driver, the shares of the samples of the run's
-steady part (the span of the tool's own samples, its first and last tenth left out) by
-process, by object and by symbol, side by side; then the call chains to the symbol asked
-for, as perf reports them.
+"""Reports a scripts/tcg-profile.sh --perf run: per driver, the shares of the samples of the
+run's steady part (the span of the tool's own samples, its first and last tenth left out)
+by process, by object and by symbol, side by side; then the call chains to the symbol
+asked for, as perf reports them.
 
-usage: report.py DIR TOOL DRIVER...
+usage: perf-report.py DIR TOOL DRIVER...
 """
 import collections
 import re
