@@ -57,35 +57,34 @@ if [ -n "$perf" ]; then
 	run_guest -- env TOOL="$tool" SIZE="$size" DRIVERS="$drivers" PERF=1 \
 		N1="${iterations:-150000}" CALLERS="$callers" MODULE="$module" \
 		scripts/tcg-profile/guest.sh >"$out/guest.log"
-	grep -E '^(riw|siw):' "$out/guest.log" || true
-	python3 "$RIW_TOP/scripts/tcg-profile/perf-report.py" "$out" "$tool" $drivers
-	echo "tcg-profile: samples, reports and logs in $out"
-	exit 0
+	report=(perf-report.py "$out" "$tool" $drivers)
+else
+	iterations=${iterations:-1000}
+	work=$RIW_CACHE/tcg-profile
+	mkdir -p "$work"
+	plugin=$work/plugin.so
+	src=$RIW_TOP/scripts/tcg-profile/plugin.c
+	if [ ! -e "$plugin" ] || [ "$src" -nt "$plugin" ]; then
+		gcc -shared -fPIC -O2 -Wall -o "$plugin" "$src" -lpthread
+	fi
+	marker=$(awk '$3 == "ksys_sync" { print $1 }' "$kdir/System.map")
+	[ -n "$marker" ] || { echo "tcg-profile: no ksys_sync in $kdir/System.map" >&2; exit 1; }
+	args=marker=$marker,out=$out
+	if [ -n "$trace" ]; then
+		# Module functions have the addresses of the same modules loaded the same way.
+		run_guest -- bash -c 'modprobe riw; modprobe siw; echo 0 >/proc/sys/kernel/kptr_restrict;
+			cat /proc/kallsyms >"$RIW_OUT/kallsyms.boot"' >/dev/null
+		for f in $trace; do
+			awk -v f="$f" '($2 == "t" || $2 == "T") && index($3, f) { print $1 }' \
+				"$out/kallsyms.boot"
+		done | sort -u >"$out/traced"
+		args=$args,trace=$out/traced
+		[ -z "$clock" ] || args=$args,clock=1
+	fi
+	run_guest --plugin "$plugin,$args" -- env TOOL="$tool" SIZE="$size" DRIVERS="$drivers" \
+		N1="$iterations" N2=$((3 * iterations)) scripts/tcg-profile/guest.sh >"$out/guest.log"
+	report=(report.py "$out" "$drivers" $((2 * iterations)))
 fi
-iterations=${iterations:-1000}
-work=$RIW_CACHE/tcg-profile
-mkdir -p "$work"
-plugin=$work/plugin.so
-src=$RIW_TOP/scripts/tcg-profile/plugin.c
-if [ ! -e "$plugin" ] || [ "$src" -nt "$plugin" ]; then
-	gcc -shared -fPIC -O2 -Wall -o "$plugin" "$src" -lpthread
-fi
-marker=$(awk '$3 == "ksys_sync" { print $1 }' "$kdir/System.map")
-[ -n "$marker" ] || { echo "tcg-profile: no ksys_sync in $kdir/System.map" >&2; exit 1; }
-args=marker=$marker,out=$out
-if [ -n "$trace" ]; then
-	# Module functions have the addresses of the same modules loaded the same way.
-	run_guest -- bash -c 'modprobe riw; modprobe siw; echo 0 >/proc/sys/kernel/kptr_restrict;
-		cat /proc/kallsyms >"$RIW_OUT/kallsyms.boot"' >/dev/null
-	for f in $trace; do
-		awk -v f="$f" '($2 == "t" || $2 == "T") && index($3, f) { print $1 }' \
-			"$out/kallsyms.boot"
-	done | sort -u >"$out/traced"
-	args=$args,trace=$out/traced
-	[ -z "$clock" ] || args=$args,clock=1
-fi
-run_guest --plugin "$plugin,$args" -- env TOOL="$tool" SIZE="$size" DRIVERS="$drivers" \
-	N1="$iterations" N2=$((3 * iterations)) scripts/tcg-profile/guest.sh >"$out/guest.log"
 grep -E '^(riw|siw):' "$out/guest.log" || true
-python3 "$RIW_TOP/scripts/tcg-profile/report.py" "$out" "$drivers" $((2 * iterations))
-echo "tcg-profile: counts, traces and logs in $out"
+python3 "$RIW_TOP/scripts/tcg-profile/${report[0]}" "${report[@]:1}"
+echo "tcg-profile: reports and logs in $out"

@@ -55,11 +55,10 @@ perf_out() {
 for drv in ${DRIVERS:-riw siw}; do
 	ip netns exec tp1 rdma link add ts0 type "$drv" netdev veth1
 	ip netns exec tp0 rdma link add tc0 type "$drv" netdev veth0
+	run "$n1"
 	if [ -n "${PERF:-}" ]; then
-		run "$n1"
 		perf_out
 	else
-		run "$n1"
 		run "$n2"
 	fi
 	cat /proc/kallsyms >"$RIW_OUT/kallsyms.$drv"
