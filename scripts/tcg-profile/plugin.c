@@ -14,8 +14,8 @@
  * where instructions differ in cost (atomics, indirect branches, memory accesses).
  *
  * Each closed window N leaves DIR/counts.N: one line per block, "vaddr insns execs
- * string-ops divisions" (the instructions TCG runs most slowly: an iteration per block, or
- * a helper call), and with trace= DIR/trace.N: "vcpu address instructions".
+ * string-ops divisions atomics" (the instructions TCG runs most slowly: an iteration per
+ * block, or a helper call), and with trace= DIR/trace.N: "vcpu address instructions".
  *
  * Declares the few plugin API calls it uses (QEMU_PLUGIN_VERSION 1, QEMU 7.2 and later).
  */
@@ -69,7 +69,7 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 struct block {
 	uint64_t vaddr, insns, execs;
-	unsigned int string_ops, divisions;
+	unsigned int string_ops, divisions, atomics;
 	struct block *next;
 };
 
@@ -108,20 +108,24 @@ static struct block *block_of(uint64_t vaddr, uint64_t insns)
 	return b;
 }
 
-/* Counts the string instructions with a repeat prefix and the divisions of a block. */
+/*
+ * Counts the string instructions with a repeat prefix, the divisions and the atomics (a
+ * lock prefix, or xchg with memory) of a block.
+ */
 static void classify(struct qemu_plugin_tb *tb, struct block *b)
 {
-	b->string_ops = b->divisions = 0;
+	b->string_ops = b->divisions = b->atomics = 0;
 	for (size_t i = 0; i < b->insns; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 		const uint8_t *p = qemu_plugin_insn_data(insn);
 		size_t len = qemu_plugin_insn_size(insn), k = 0;
-		bool rep = false;
+		bool rep = false, lock = false;
 		uint8_t op;
 
 		while (k < len && (p[k] == 0xf0 || p[k] == 0xf2 || p[k] == 0xf3 || p[k] == 0x66 ||
 				   p[k] == 0x2e || p[k] == 0x3e || p[k] == 0x64 || p[k] == 0x65)) {
 			rep |= p[k] == 0xf2 || p[k] == 0xf3;
+			lock |= p[k] == 0xf0;
 			k++;
 		}
 		if (k < len && (p[k] & 0xf0) == 0x40) /* REX */
@@ -133,6 +137,8 @@ static void classify(struct qemu_plugin_tb *tb, struct block *b)
 			b->string_ops++;
 		if ((op == 0xf6 || op == 0xf7) && k + 1 < len && ((p[k + 1] >> 4) & 3) == 3)
 			b->divisions++; /* div and idiv: /6 and /7 */
+		if (lock || ((op == 0x86 || op == 0x87) && k + 1 < len && (p[k + 1] >> 6) != 3))
+			b->atomics++;
 	}
 }
 
@@ -146,8 +152,9 @@ static void dump(unsigned int n)
 	for (size_t i = 0; f && i < BUCKETS; i++)
 		for (struct block *b = blocks[i]; b; b = b->next)
 			if (b->execs)
-				fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %u %u\n", b->vaddr,
-					b->insns, b->execs, b->string_ops, b->divisions);
+				fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %u %u %u\n",
+					b->vaddr, b->insns, b->execs, b->string_ops,
+					b->divisions, b->atomics);
 	if (f)
 		fclose(f);
 	if (!records)

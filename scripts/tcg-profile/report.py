@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Reports a scripts/tcg-profile.sh run: per driver, the guest kernel's instructions per
 iteration (the second window less the first, over the iterations between them), by module
-and by function, with the string instructions and divisions among them; and, where the
+and by function, with the string instructions and divisions among them and the atomics
+(which TCG runs through a helper); and, where the
 run traced functions, the median instructions a vCPU executes from the entry of one traced
 function to the next ("phases", as a critical path is drawn).
 
@@ -36,10 +37,12 @@ def demangle(names):
 
 
 def counts(path):
+    """(address, instructions) of each block: (executions, string instructions and
+    divisions, atomics)."""
     c = {}
     for line in open(path):
-        v, n, e, s, d = line.split()
-        c[(int(v, 16), int(n))] = (int(e), int(s), int(d))
+        v, n, e, s, d, *a = line.split()
+        c[(int(v, 16), int(n))] = (int(e), int(s) + int(d), int(a[0]) if a else 0)
     return c
 
 
@@ -48,16 +51,21 @@ def report(d, drv, first, iters, top):
     addrs = [s[0] for s in syms]
     a, b = counts(f"{d}/counts.{first}"), counts(f"{d}/counts.{first + 1}")
     insns, special, modules = collections.Counter(), collections.Counter(), collections.Counter()
+    atomics, blocks = collections.Counter(), 0.0
     for key in set(a) | set(b):
         ea, eb = a.get(key, (0, 0, 0))[0], b.get(key, (0, 0, 0))[0]
-        _, s, dv = b.get(key) or a[key]
+        _, slow, atomic = b.get(key) or a[key]
         execs = (eb - ea) / iters
         j = bisect.bisect_right(addrs, key[0]) - 1
         _, name, module = syms[j] if j >= 0 else (0, "?", "?")
         insns[name] += key[1] * execs
         modules[module] += key[1] * execs
-        if s or dv:
-            special[name] += (s + dv) * execs
+        blocks += execs
+        if slow:
+            special[name] += slow * execs
+        if atomic:
+            atomics[module] += atomic * execs
+            atomics[name] += atomic * execs
     if not insns:
         # --clock: nothing was counted, the traced entries carry host nanoseconds.
         print(f"{drv}:")
@@ -65,7 +73,8 @@ def report(d, drv, first, iters, top):
         phases(d, drv, first, syms, "host nanoseconds", across=True)
         return
     names = demangle(list(insns))
-    print(f"{drv}: {sum(insns.values()):.0f} kernel instructions per iteration")
+    print(f"{drv}: {sum(insns.values()):.0f} kernel instructions per iteration, in {blocks:.0f}"
+          f" blocks, {sum(atomics[m] for m in modules):.1f} of them atomics")
     for module, v in modules.most_common(6):
         print(f"  {v:8.0f}  [{module}]")
     for name, v in insns.most_common(top):
@@ -74,6 +83,11 @@ def report(d, drv, first, iters, top):
     if rows:
         print(f"  string instructions and divisions per iteration:")
         for v, n in sorted(rows, reverse=True)[:10]:
+            print(f"  {v:8.1f}  {names[n][:100]}")
+    rows = [(v, n) for n, v in atomics.items() if v >= 0.5 and n not in modules]
+    if rows:
+        print(f"  atomics per iteration ({', '.join(f'[{m}] {atomics[m]:.1f}' for m in modules)}):")
+        for v, n in sorted(rows, reverse=True)[:top]:
             print(f"  {v:8.1f}  {names[n][:100]}")
     phases(d, drv, first, syms, "instructions")
 
