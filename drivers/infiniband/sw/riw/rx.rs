@@ -434,6 +434,10 @@ impl FpduInput<'_> {
                     self.budget = self.budget.saturating_sub(1);
                     self.place.end()
                 }
+                RxEvent::Whole { header, data } => {
+                    self.budget = self.budget.saturating_sub(1);
+                    self.place.whole(&header, self.parser.rdmap(), data)
+                }
             };
             if let Err(end) = result {
                 if let Some(t) = end.terminate(self.parser, self.place.header.as_ref()) {
@@ -829,6 +833,15 @@ impl Placer<'_> {
         }
         m.placed = m.placed.max(at + data.len() as u64);
         Ok(())
+    }
+
+    /// A whole FPDU, checked to its CRC: its header, payload and end in turn.
+    fn whole(&mut self, h: &RxHeader, rdmap: &RdmapHeader, data: &[u8]) -> Result<(), RxEnd> {
+        self.header(h, rdmap)?;
+        if !data.is_empty() {
+            self.payload(0, data)?;
+        }
+        self.end()
     }
 
     fn end(&mut self) -> Result<(), RxEnd> {

@@ -7,10 +7,14 @@
 //! the caller's input ([`RxEvent::Payload`]) so the engine can place them
 //! straight into target memory, then [`RxEvent::End`] once pad and CRC have
 //! been checked. The engine must not complete a work request before `End`.
+//! An FPDU that starts a chunk and lies wholly in it (most small ones) comes
+//! as one [`RxEvent::Whole`] instead, checked to its CRC before any of it is
+//! placed.
 //!
 //! Only the header and trailer are buffered, in fixed arrays; payload is
-//! never copied. Chunk boundaries do not change the events, except that
-//! payload may arrive in more, smaller slices.
+//! never copied. Chunk boundaries do not change what the events say, only
+//! how it is split: payload may arrive in more, smaller slices, and an FPDU
+//! as `Header`, `Payload` and `End` rather than `Whole`.
 
 use core::marker::PhantomData;
 
@@ -70,6 +74,14 @@ pub enum RxEvent<'a> {
     },
     /// The current FPDU ended and its CRC (if on) is correct.
     End,
+    /// A whole FPDU, its CRC (if on) correct: its `Header`, its payload (when
+    /// not empty, a `Payload` at offset 0) and its `End` at once.
+    Whole {
+        /// The FPDU's header, as `Header` gives it.
+        header: RxHeader,
+        /// All of its payload, borrowed from the input.
+        data: &'a [u8],
+    },
 }
 
 /// Result of one [`StreamParser::poll`].
@@ -217,9 +229,17 @@ impl<C: Crc32c> StreamParser<C> {
                         let (used, header) = self.header_whole(rest)?;
                         consumed += used;
                         if let Some(header) = header {
+                            let rest = input.get(consumed..).unwrap_or(&[]);
+                            let event = match self.body_whole(rest)? {
+                                Some((used, data)) => {
+                                    consumed += used;
+                                    RxEvent::Whole { header, data }
+                                }
+                                None => RxEvent::Header(header),
+                            };
                             return Ok(RxStep {
                                 consumed,
-                                event: Some(RxEvent::Header(header)),
+                                event: Some(event),
                             });
                         }
                         if used != 0 {
@@ -313,6 +333,27 @@ impl<C: Crc32c> StreamParser<C> {
         }
         self.header_have = need;
         Ok((need, Some(self.header_done()?)))
+    }
+
+    /// Right after a header that `header_whole` took: if `input` holds the
+    /// FPDU's payload and trailer, takes both and checks the trailer. Returns
+    /// the bytes taken and the payload, or `None` (nothing taken) if the FPDU
+    /// goes on beyond `input`.
+    fn body_whole<'a>(&mut self, input: &'a [u8]) -> Result<Option<(usize, &'a [u8])>, Error> {
+        let payload_len = usize::from(self.payload_len);
+        let len = payload_len + pad_len(self.ulpdu_len) + MPA_CRC_LEN;
+        let Some((data, trailer)) = input
+            .get(..len)
+            .and_then(|body| body.split_at_checked(payload_len))
+        else {
+            return Ok(None);
+        };
+        if self.config.crc {
+            self.crc = C::update(self.crc, data);
+        }
+        self.payload_done = self.payload_len;
+        self.check_trailer(trailer)?;
+        Ok(Some((len, data)))
     }
 
     /// Advances header parsing once `header_need` bytes are buffered.
@@ -498,6 +539,9 @@ mod tests {
                         cur.extend_from_slice(data);
                     }
                     Ok(RxEvent::End) => {}
+                    Ok(RxEvent::Whole { header, data }) => {
+                        out.push((events.header(&header), data.to_vec()))
+                    }
                     Err(e) => return (out, Some(e)),
                 }
             }
@@ -517,6 +561,32 @@ mod tests {
         for chunk in 1..stream.len() {
             assert_eq!(collect(&stream, chunk), whole, "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn whole_fpdus_come_as_one_event() {
+        let mut stream = frame(&send(1, true, 0), b"hello");
+        stream.extend(frame(&send(2, true, 0), b""));
+        let mut p = StreamParser::<SoftCrc32c>::new(CONFIG);
+        let first = p.poll(&stream).unwrap();
+        let Some(RxEvent::Whole { header, data }) = first.event else {
+            panic!("{first:?}");
+        };
+        assert_eq!((header.payload_len, data), (5, &b"hello"[..]));
+        let second = p.poll(&stream[first.consumed..]).unwrap();
+        assert!(matches!(
+            second.event,
+            Some(RxEvent::Whole { data: b"", .. })
+        ));
+        assert_eq!(first.consumed + second.consumed, stream.len());
+        assert!(p.at_boundary());
+
+        // A bad CRC is found before any of the payload is handed out.
+        let mut bad_crc = frame(&send(1, true, 0), b"x");
+        bad_crc[20] ^= 0xff;
+        let mut p = StreamParser::<SoftCrc32c>::new(CONFIG);
+        assert!(matches!(p.poll(&bad_crc), Err(Error::CrcMismatch { .. })));
+        assert_eq!(p.terminate_for(&Error::Truncated).segment_len, Some(19));
     }
 
     #[test]

@@ -301,19 +301,22 @@ fn parse_fpdus(bytes: &[u8], crc: bool, chunk: usize) -> Result<Summary, (Error,
             let step = parser.poll(rest).map_err(|e| (e, at))?;
             at += step.consumed;
             rest = &rest[step.consumed..];
-            match step.event {
-                Some(RxEvent::Header(h)) => {
-                    summary
-                        .first
-                        .get_or_insert((h.segment.opcode, h.payload_len));
-                    *summary
-                        .fpdus
-                        .entry(format!("{:?}", h.segment.opcode))
-                        .or_default() += 1;
-                }
-                Some(RxEvent::Payload { data, .. }) => summary.payload += data.len(),
-                Some(RxEvent::End) | None => {}
+            let (header, data) = match step.event {
+                Some(RxEvent::Header(h)) => (Some(h), &[][..]),
+                Some(RxEvent::Whole { header, data }) => (Some(header), data),
+                Some(RxEvent::Payload { data, .. }) => (None, data),
+                Some(RxEvent::End) | None => (None, &[][..]),
+            };
+            if let Some(h) = header {
+                summary
+                    .first
+                    .get_or_insert((h.segment.opcode, h.payload_len));
+                *summary
+                    .fpdus
+                    .entry(format!("{:?}", h.segment.opcode))
+                    .or_default() += 1;
             }
+            summary.payload += data.len();
         }
     }
     summary.ended_mid_fpdu = !parser.at_boundary();

@@ -199,6 +199,11 @@ fn parse_stream(stream: &[u8], cuts: &[usize], config: RxConfig) -> (Parsed, Res
                     cur.extend_from_slice(data);
                 }
                 Ok(RxEvent::End) => ended = true,
+                Ok(RxEvent::Whole { header, data }) => {
+                    assert!(ended, "header before end of previous FPDU");
+                    assert_eq!(data.len(), usize::from(header.payload_len));
+                    out.push((events.header(&header), data.to_vec()));
+                }
                 Err(e) => return (out, Err(e)),
             }
         }

@@ -56,6 +56,11 @@ fn run(stream: &[u8], config: RxConfig, seed: u8) -> Run {
                     assert_eq!(cur.2.len(), usize::from(cur.0.payload_len));
                     cur.3 = true;
                 }
+                Ok(RxEvent::Whole { header, data }) => {
+                    assert_eq!(data.len(), usize::from(header.payload_len));
+                    let rdmap = events.header(&header).rdmap;
+                    out.push((header, rdmap, data.to_vec(), true));
+                }
                 Err(e) => {
                     let _ = parser.terminate_for(&e);
                     assert_eq!(parser.poll(b"x"), Err(e), "errors are sticky");
