@@ -115,6 +115,19 @@ impl SegmentHeader {
     }
 
     pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        let mut bytes = [0; UNTAGGED_HEADER_LEN];
+        self.encode(&mut bytes)?;
+        w.put(
+            bytes
+                .get(..self.encoded_len())
+                .ok_or(Error::BufferTooSmall)?,
+        )
+    }
+
+    /// Encodes the header into the first [`encoded_len`](Self::encoded_len) bytes of
+    /// `out`, zeros after it: stores at fixed offsets, no bounds to check (this runs
+    /// for every FPDU sent).
+    pub(crate) fn encode(&self, out: &mut [u8; UNTAGGED_HEADER_LEN]) -> Result<(), Error> {
         let tagged = matches!(self.placement, Placement::Tagged { .. });
         if tagged != self.opcode.is_tagged() {
             return Err(Error::OpcodeTagMismatch {
@@ -128,25 +141,26 @@ impl SegmentHeader {
         if self.last {
             ddp |= L_FLAG;
         }
-        w.u8(ddp)?;
-        w.u8(RDMAP_VERSION << 6 | self.opcode.to_wire())?;
-        match self.placement {
-            Placement::Tagged { stag, to } => {
-                w.u32(stag)?;
-                w.u64(to)
-            }
+        // The 32-bit words after the control bytes, the first in the top bits.
+        let words = match self.placement {
+            Placement::Tagged { stag, to } => u128::from(stag) << 96 | u128::from(to) << 32,
             Placement::Untagged {
                 inval_stag,
                 queue,
                 msn,
                 mo,
             } => {
-                w.u32(inval_stag)?;
-                w.u32(queue)?;
-                w.u32(msn)?;
-                w.u32(mo)
+                u128::from(inval_stag) << 96
+                    | u128::from(queue) << 64
+                    | u128::from(msn) << 32
+                    | u128::from(mo)
             }
-        }
+        };
+        let [ddp_control, rdmap_control, rest @ ..] = out;
+        *ddp_control = ddp;
+        *rdmap_control = RDMAP_VERSION << 6 | self.opcode.to_wire();
+        *rest = words.to_be_bytes();
+        Ok(())
     }
 
     /// Parses and validates a DDP header at the start of `r`, checking

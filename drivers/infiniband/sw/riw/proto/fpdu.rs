@@ -33,6 +33,9 @@ pub const MAX_HEADER_LEN: usize = UNTAGGED_HEADER_LEN + MAX_TERMINATE_LEN;
 /// Longest MPA length field + DDP/RDMAP header, the most the transmit side
 /// writes in front of a payload.
 pub const MAX_FRAME_HEADER_LEN: usize = MPA_LEN_FIELD + MAX_HEADER_LEN;
+/// Length field and the longest DDP header: what precedes the payload of an FPDU
+/// without an RDMAP header, at most.
+const SHORT_FRAME_HEADER_LEN: usize = MPA_LEN_FIELD + UNTAGGED_HEADER_LEN;
 
 /// Pad bytes after a ULPDU of `ulpdu_len` bytes.
 pub const fn pad_len(ulpdu_len: u16) -> usize {
@@ -195,7 +198,8 @@ pub struct FpduWriter<C: Crc32c> {
 impl<C: Crc32c> FpduWriter<C> {
     /// Writes the MPA length field and `header` into `out` for a segment
     /// carrying `payload_len` bytes; returns the writer and bytes written
-    /// (at most [`MAX_FRAME_HEADER_LEN`]).
+    /// (at most [`MAX_FRAME_HEADER_LEN`]). Up to 20 bytes of `out` may be
+    /// written, zeros past the header: where its payload or trailer goes.
     pub fn begin(
         header: &FpduHeader,
         payload_len: usize,
@@ -237,11 +241,22 @@ impl<C: Crc32c> FpduWriter<C> {
                 opcode: segment.opcode.to_wire(),
             });
         }
-        let mut w = Writer::new(&mut *out);
-        w.u16(ulpdu_len)?;
-        segment.write(&mut w)?;
-        rdmap.write(&mut w)?;
-        let written = w.written();
+        let written = match (rdmap, out.first_chunk_mut::<SHORT_FRAME_HEADER_LEN>()) {
+            // Most FPDUs: the length field and the DDP header, at fixed offsets.
+            (RdmapHeader::None, Some(head)) => {
+                let [len_high, len_low, ddp_header @ ..] = head;
+                [*len_high, *len_low] = ulpdu_len.to_be_bytes();
+                segment.encode(ddp_header)?;
+                MPA_LEN_FIELD + segment.encoded_len()
+            }
+            _ => {
+                let mut w = Writer::new(&mut *out);
+                w.u16(ulpdu_len)?;
+                segment.write(&mut w)?;
+                rdmap.write(&mut w)?;
+                w.written()
+            }
+        };
         let crc = match (crc, out.get(..written)) {
             (false, _) => None,
             (true, Some(bytes)) => Some(C::update(CRC32C_INIT, bytes)),
