@@ -585,8 +585,11 @@ mod tests {
         let mut bad_crc = frame(&send(1, true, 0), b"x");
         bad_crc[20] ^= 0xff;
         let mut p = StreamParser::<SoftCrc32c>::new(CONFIG);
-        assert!(matches!(p.poll(&bad_crc), Err(Error::CrcMismatch { .. })));
-        assert_eq!(p.terminate_for(&Error::Truncated).segment_len, Some(19));
+        let err = p.poll(&bad_crc).unwrap_err();
+        assert!(matches!(err, Error::CrcMismatch { .. }));
+        assert_eq!(p.terminate_for(&err).cause, TermCause::MPA_CRC);
+        // The header stays for the Terminate, as when the FPDU came in pieces.
+        assert_eq!(p.current_header(), (&bad_crc[2..20], 19));
     }
 
     #[test]
