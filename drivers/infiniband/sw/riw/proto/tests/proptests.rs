@@ -204,7 +204,14 @@ fn parse_stream(stream: &[u8], cuts: &[usize], config: RxConfig) -> (Parsed, Res
                     assert_eq!(data.len(), usize::from(header.payload_len));
                     out.push((events.header(&header), data.to_vec()));
                 }
-                Err(e) => return (out, Err(e)),
+                Err(e) => {
+                    // An FPDU that fails at its trailer (CRC) has been reported in
+                    // part if it came in pieces, not at all if it came whole.
+                    if !ended {
+                        out.pop();
+                    }
+                    return (out, Err(e));
+                }
             }
         }
         start = end;
