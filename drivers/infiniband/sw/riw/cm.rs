@@ -910,8 +910,15 @@ impl Endpoint {
 
     /// Ends a connection that is not up yet, with a log line about the peer.
     fn refuse(self: &Arc<Self>, g: &mut EpInner, why: &str, err: Error) {
-        if g.phase == Phase::AwaitRequest && ratelimit() {
-            pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
+        match g.phase {
+            Phase::AwaitRequest if ratelimit() => {
+                pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
+            }
+            // The initiator's consumer learns only an errno (UNREACHABLE, -ETIMEDOUT).
+            Phase::Connecting | Phase::AwaitReply if ratelimit() => {
+                pr_warn!("{} not connected: {}\n", PeerName(g.remote), why);
+            }
+            _ => {}
         }
         self.refuse_quietly(g, err);
     }
