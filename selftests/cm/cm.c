@@ -838,6 +838,40 @@ static int raw_listener(int port)
 	return s;
 }
 
+/* The kernel log from now on: a descriptor at its end, for kmsg_has(). */
+static int kmsg_from_now(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/* The text of the first kernel log record since kmsg_from_now() that holds both
+ * strings, into rec (of size len); false if none does. */
+static bool kmsg_find(int fd, const char *a, const char *b, char *rec, size_t len)
+{
+	ssize_t n;
+
+	while (fd >= 0 && (n = read(fd, rec, len - 1)) != 0) {
+		if (n < 0 && errno == EPIPE)
+			continue; /* records overwritten meanwhile */
+		if (n < 0)
+			break; /* EAGAIN: no more */
+		rec[n] = 0;
+		if (strstr(rec, a) && strstr(rec, b)) {
+			char *text = strchr(rec, ';');
+
+			if (text)
+				memmove(rec, text + 1, strlen(text));
+			rec[strcspn(rec, "\n")] = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void t_timeout(void)
 {
 	struct pair p = { .port = port_next++ };
@@ -852,6 +886,7 @@ static void t_timeout(void)
 	if (id && check(!setup_end(&p.c, id, false, 1), "client QP: %m")) {
 		conn_param(&cp, "hello?", 6, 1, 1);
 		double t0 = now();
+		int kmsg = kmsg_from_now();
 
 		if (check(!rdma_connect(id, &cp), "rdma_connect: %m")) {
 			struct rdma_cm_event *ev = expect_ev(ch_cli, RDMA_CM_EVENT_UNREACHABLE,
@@ -862,8 +897,19 @@ static void t_timeout(void)
 				check(ev->status == -ETIMEDOUT, "status %d, want %d", ev->status,
 				      -ETIMEDOUT);
 				rdma_ack_cm_event(ev);
+				/* The event says only -ETIMEDOUT; riw's log says why. */
+				char peer[64], rec[2048];
+
+				snprintf(peer, sizeof(peer), "peer %s:%d not connected", SRV4, p.port);
+				if (!strcmp(drv_cli, "riw") &&
+				    check(kmsg_find(kmsg, peer, "no MPA exchange in time", rec,
+						    sizeof(rec)),
+					  "no kernel log line \"%s: no MPA exchange in time\"", peer))
+					diag("kernel log: %s", rec);
 			}
 		}
+		if (kmsg >= 0)
+			close(kmsg);
 	} else if (id && !p.c.id) {
 		rdma_destroy_id(id);
 	}
