@@ -838,7 +838,7 @@ static int raw_listener(int port)
 	return s;
 }
 
-/* The kernel log from now on: a descriptor at its end, for kmsg_has(). */
+/* The kernel log from now on: a descriptor at its end, for kmsg_find(). */
 static int kmsg_from_now(void)
 {
 	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);

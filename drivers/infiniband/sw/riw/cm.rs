@@ -910,15 +910,14 @@ impl Endpoint {
 
     /// Ends a connection that is not up yet, with a log line about the peer.
     fn refuse(self: &Arc<Self>, g: &mut EpInner, why: &str, err: Error) {
-        match g.phase {
-            Phase::AwaitRequest if ratelimit() => {
-                pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
-            }
+        let outcome = match g.phase {
+            Phase::AwaitRequest => Some("refused"),
             // The initiator's consumer learns only an errno (UNREACHABLE, -ETIMEDOUT).
-            Phase::Connecting | Phase::AwaitReply if ratelimit() => {
-                pr_warn!("{} not connected: {}\n", PeerName(g.remote), why);
-            }
-            _ => {}
+            Phase::Connecting | Phase::AwaitReply => Some("not connected"),
+            _ => None,
+        };
+        if let Some(outcome) = outcome.filter(|_| ratelimit()) {
+            pr_warn!("{} {}: {}\n", PeerName(g.remote), outcome, why);
         }
         self.refuse_quietly(g, err);
     }
