@@ -2547,9 +2547,13 @@ static int ping_once(const char *ip, int port)
 		goto out;
 	memcpy(p.c.buf + 8192, "ping riw_cm", 11);
 	post_send(&p.c, 1, 8192, 11, IBV_SEND_SIGNALED, false);
-	expect_wc(&p.c, "ping send", 1, IBV_WC_SUCCESS, IBV_WC_SEND, -1, NULL);
-	expect_wc(&p.c, "pong recv", 1000, IBV_WC_SUCCESS, IBV_WC_RECV, 11, NULL);
-	check(!memcmp(p.c.buf, "pong riw_cm", 11), "the answer is not pong");
+	/* The pong may complete before the ping's send does: the peer can answer while the
+	 * send is still being handed to TCP, and the two queues are not ordered. */
+	const struct want w[] = { { 1, IBV_WC_SEND, -1 }, { 1000, IBV_WC_RECV, 11 } };
+
+	if (expect_wcs(&p.c, "ping", w, 2) &&
+	    check(!memcmp(p.c.buf, "pong riw_cm", 11), "the answer is not pong"))
+		diag("ping: sent, pong received");
 	if (check(!rdma_disconnect(p.c.id), "rdma_disconnect: %m")) {
 		ev = expect_ev(ch_cli, RDMA_CM_EVENT_DISCONNECTED, 10000, "ping");
 		if (ev)
