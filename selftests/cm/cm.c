@@ -848,9 +848,9 @@ static int kmsg_from_now(void)
 	return fd;
 }
 
-/* The text of the first kernel log record since kmsg_from_now() that holds both
- * strings, into rec (of size len); false if none does. */
-static bool kmsg_find(int fd, const char *a, const char *b, char *rec, size_t len)
+/* The text of the first kernel log record since kmsg_from_now() that holds text, into
+ * rec (of size len); false if none does. */
+static bool kmsg_find(int fd, const char *text, char *rec, size_t len)
 {
 	ssize_t n;
 
@@ -860,11 +860,11 @@ static bool kmsg_find(int fd, const char *a, const char *b, char *rec, size_t le
 		if (n < 0)
 			break; /* EAGAIN: no more */
 		rec[n] = 0;
-		if (strstr(rec, a) && strstr(rec, b)) {
-			char *text = strchr(rec, ';');
+		if (strstr(rec, text)) {
+			char *msg = strchr(rec, ';');
 
-			if (text)
-				memmove(rec, text + 1, strlen(text));
+			if (msg)
+				memmove(rec, msg + 1, strlen(msg));
 			rec[strcspn(rec, "\n")] = 0;
 			return true;
 		}
@@ -898,13 +898,14 @@ static void t_timeout(void)
 				      -ETIMEDOUT);
 				rdma_ack_cm_event(ev);
 				/* The event says only -ETIMEDOUT; riw's log says why. */
-				char peer[64], rec[2048];
+				char line[96], rec[2048];
 
-				snprintf(peer, sizeof(peer), "peer %s:%d not connected", SRV4, p.port);
+				snprintf(line, sizeof(line),
+					 "peer %s:%d not connected: no MPA exchange in time", SRV4,
+					 p.port);
 				if (!strcmp(drv_cli, "riw") &&
-				    check(kmsg_find(kmsg, peer, "no MPA exchange in time", rec,
-						    sizeof(rec)),
-					  "no kernel log line \"%s: no MPA exchange in time\"", peer))
+				    check(kmsg_find(kmsg, line, rec, sizeof(rec)),
+					  "no kernel log line \"%s\"", line))
 					diag("kernel log: %s", rec);
 			}
 		}
