@@ -5,7 +5,6 @@
 //! `IB_POLL_SOFTIRQ` whose handler posts again): state they reach there must not be held
 //! by process context that a softirq can interrupt on the same CPU.
 
-use super::bindings;
 use kernel::sync::lock::{Backend, Lock};
 
 /// A spinlock taken with softirqs disabled.
@@ -44,12 +43,64 @@ unsafe impl Backend for SpinLockBhBackend {
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
-        // SAFETY: The caller guarantees `ptr` is an initialised spinlock.
-        unsafe { bindings::riw_spin_lock_bh(ptr.cast()) }
+        // SAFETY: The caller guarantees `ptr` is an initialised spinlock, which (see
+        // `raw_lock`) is what `spin_lock_bh()` takes.
+        unsafe { raw_lock(ptr) }
     }
 
     unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
         // SAFETY: The caller owns the lock, taken by `lock` with softirqs off.
-        unsafe { bindings::riw_spin_unlock_bh(ptr.cast()) }
+        unsafe { raw_unlock(ptr) }
     }
+}
+
+// Where `spin_lock_bh()` is an out-of-line `_raw_spin_lock_bh()` on the `raw_spinlock_t` a
+// `spinlock_t` begins with (not PREEMPT_RT, not inlined), the backend calls it directly:
+// the data path takes these locks several times per message, and through the C shim each
+// is a second call and return.
+
+/// `spin_lock_bh(ptr)`.
+///
+/// # Safety
+///
+/// `ptr` is an initialised spinlock.
+#[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_BH)))]
+unsafe fn raw_lock(ptr: *mut kernel::bindings::spinlock_t) {
+    // SAFETY: Without PREEMPT_RT a `spinlock_t` is a union whose first member, at offset
+    // 0, is the `raw_spinlock_t` that `spin_lock_bh()` passes on; the caller guarantees it
+    // is initialised.
+    unsafe { kernel::bindings::_raw_spin_lock_bh(ptr.cast()) }
+}
+
+/// `spin_unlock_bh(ptr)`.
+///
+/// # Safety
+///
+/// The caller holds `ptr`, taken by [`raw_lock`].
+#[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_BH)))]
+unsafe fn raw_unlock(ptr: *mut kernel::bindings::spinlock_t) {
+    // SAFETY: As in `raw_lock`; the caller holds the lock, with softirqs off.
+    unsafe { kernel::bindings::_raw_spin_unlock_bh(ptr.cast()) }
+}
+
+/// `spin_lock_bh(ptr)`, through the shim.
+///
+/// # Safety
+///
+/// `ptr` is an initialised spinlock.
+#[cfg(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK_BH))]
+unsafe fn raw_lock(ptr: *mut kernel::bindings::spinlock_t) {
+    // SAFETY: The caller guarantees `ptr` is an initialised spinlock.
+    unsafe { super::bindings::riw_spin_lock_bh(ptr.cast()) }
+}
+
+/// `spin_unlock_bh(ptr)`, through the shim.
+///
+/// # Safety
+///
+/// The caller holds `ptr`, taken by [`raw_lock`].
+#[cfg(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_UNLOCK_BH))]
+unsafe fn raw_unlock(ptr: *mut kernel::bindings::spinlock_t) {
+    // SAFETY: The caller holds the lock, taken with softirqs off.
+    unsafe { super::bindings::riw_spin_unlock_bh(ptr.cast()) }
 }
