@@ -36,18 +36,14 @@ unsigned int riw_param_fpdu_segments(void)
 	return READ_ONCE(fpdu_segments);
 }
 
-static unsigned int tx_zerocopy_min = 16384;
-module_param(tx_zerocopy_min, uint, 0644);
+/* Read on every message sent, in place (rust/params.rs): not through a call. */
+unsigned int riw_tx_zerocopy_min = 16384;
+module_param_named(tx_zerocopy_min, riw_tx_zerocopy_min, uint, 0644);
 MODULE_PARM_DESC(tx_zerocopy_min, "Smallest message (bytes) sent zero-copy from registered user memory (default 16384; 0: never)");
 
 static bool tx_zerocopy_keep;
 module_param(tx_zerocopy_keep, bool, 0644);
 MODULE_PARM_DESC(tx_zerocopy_keep, "Keep sending zero-copy on connections whose route copies the pages anyway (veth, loopback), for testing");
-
-unsigned int riw_param_tx_zerocopy_min(void)
-{
-	return READ_ONCE(tx_zerocopy_min);
-}
 
 bool riw_param_tx_zerocopy_keep(void)
 {
@@ -441,8 +437,14 @@ void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *s
  * finds the callback lock taken there in an order the TCP stack's own use conflicts with
  * (inet_csk_listen_stop takes it under the socket spinlock).
  */
-void *riw_sock_callback_begin(struct sock *sk)
+void *riw_sock_callback_begin(struct sock *sk, bool *locked)
 {
+	/*
+	 * Whether this context holds the socket's lock: TCP calls the callbacks in softirq
+	 * under the socket's spinlock when no task owns the socket, and in the owning task
+	 * itself when it processes the socket's backlog in release_sock().
+	 */
+	*locked = !sock_owned_by_user_nocheck(sk) || in_task();
 	rcu_read_lock();
 	return __rcu_dereference_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
 }
@@ -615,16 +617,6 @@ void riw_sock_lock(struct socket *sock)
 void riw_sock_unlock(struct socket *sock)
 {
 	release_sock(sock->sk);
-}
-
-/*
- * Whether the context of a data-ready callback holds the socket's lock: TCP calls
- * sk_data_ready in softirq under the socket's spinlock when no task owns the socket, and
- * in the owning task itself when it processes the socket's backlog in release_sock().
- */
-bool riw_sock_callback_locked(struct sock *sk)
-{
-	return !sock_owned_by_user_nocheck(sk) || in_task();
 }
 
 int riw_sock_recv(struct socket *sock, void *buf, size_t len)

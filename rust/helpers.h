@@ -78,7 +78,7 @@ void *riw_vzalloc(unsigned long size);
 bool riw_param_mpa_crc_required(void);
 bool riw_param_peer_to_peer(void);
 unsigned int riw_param_fpdu_segments(void);
-unsigned int riw_param_tx_zerocopy_min(void);
+extern unsigned int riw_tx_zerocopy_min;
 bool riw_param_tx_zerocopy_keep(void);
 
 /* Spinlocks that keep softirqs off while held. */
@@ -96,7 +96,7 @@ int riw_sock_create(struct net_device *ndev, int family, struct socket **res);
 void riw_sock_install(struct socket *sock, void *data, const struct riw_sock_callbacks *cb,
 		      struct riw_sock_callbacks *saved);
 void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *saved);
-void *riw_sock_callback_begin(struct sock *sk);
+void *riw_sock_callback_begin(struct sock *sk, bool *locked);
 void riw_sock_callback_end(struct sock *sk);
 int riw_sock_state(struct sock *sk);
 int riw_sock_error(struct socket *sock);
@@ -111,7 +111,6 @@ size_t riw_sock_readable(struct sock *sk);
 bool riw_sock_nothing_to_read(struct sock *sk);
 void riw_sock_lock(struct socket *sock);
 void riw_sock_unlock(struct socket *sock);
-bool riw_sock_callback_locked(struct sock *sk);
 int riw_sock_recv(struct socket *sock, void *buf, size_t len);
 unsigned int riw_sock_mss(struct socket *sock);
 void riw_sock_setup(struct socket *sock);

@@ -30,8 +30,9 @@ pub fn fpdu_segments() -> u32 {
 /// `tx_zerocopy_min`: the smallest message sent zero-copy from registered user memory;
 /// 0 turns zero-copy transmission off.
 pub fn tx_zerocopy_min() -> u32 {
-    // SAFETY: Reads a module-global integer (READ_ONCE).
-    unsafe { bindings::riw_param_tx_zerocopy_min() }
+    // SAFETY: The parameter's variable lives as long as the module; a volatile load is
+    // READ_ONCE (a write through sysfs meanwhile is a plain store of the whole word).
+    unsafe { core::ptr::addr_of!(bindings::riw_tx_zerocopy_min).read_volatile() }
 }
 
 /// `tx_zerocopy_keep`: a connection whose route copied zero-copy pages keeps sending

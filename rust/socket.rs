@@ -348,14 +348,16 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     };
 
     /// Runs `call` with the handler bound to `sk`, if any (and, for `LISTENER`, if `sk` is
-    /// listening).
+    /// listening), and whether this context holds the socket's lock (see
+    /// `riw_sock_callback_begin`).
     ///
     /// # Safety
     ///
     /// Called by the socket layer on a live `sk`.
-    unsafe fn dispatch(sk: *mut bindings::sock, call: impl FnOnce(&Arc<H>)) {
+    unsafe fn dispatch(sk: *mut bindings::sock, call: impl FnOnce(&Arc<H>, bool)) {
+        let mut locked = false;
         // SAFETY: `sk` is live; the RCU read section is entered here and left below.
-        let data = unsafe { bindings::riw_sock_callback_begin(sk) };
+        let data = unsafe { bindings::riw_sock_callback_begin(sk, &mut locked) };
         // SAFETY: As above.
         let ours = !LISTENER || unsafe { bindings::riw_sock_state(sk) } == TCP_LISTEN;
         if !data.is_null() && ours {
@@ -364,7 +366,7 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
             // clearing it and a grace period, so after this section.
             let handler = unsafe { Arc::from_raw(data.cast::<H>()) };
             let handler = core::mem::ManuallyDrop::new(handler);
-            call(&handler);
+            call(&handler, locked);
         }
         // SAFETY: Pairs with `riw_sock_callback_begin`.
         unsafe { bindings::riw_sock_callback_end(sk) };
@@ -373,28 +375,28 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         if LISTENER {
             // SAFETY: Called by the socket layer on a live socket.
-            return unsafe { Self::dispatch(sk, |h| H::socket_event(h, SocketEvent::DataReady)) };
+            return unsafe {
+                Self::dispatch(sk, |h, _| H::socket_event(h, SocketEvent::DataReady))
+            };
         }
-        // SAFETY: As above.
-        let is_locked = unsafe { bindings::riw_sock_callback_locked(sk) };
-        // INVARIANT: If `is_locked`, this context holds the socket's lock for the call (see
-        // `riw_sock_callback_locked`); only then is it handed out.
+        // INVARIANT: Handed out only where `dispatch` found that this context holds the
+        // socket's lock for the call.
         let locked = LockedSocket {
             sk,
             _locked: PhantomData,
         };
         // SAFETY: As above.
-        unsafe { Self::dispatch(sk, |h| H::data_ready(h, is_locked.then_some(&locked))) }
+        unsafe { Self::dispatch(sk, |h, is_locked| H::data_ready(h, is_locked.then_some(&locked))) }
     }
 
     unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
         // SAFETY: As above.
-        unsafe { Self::dispatch(sk, |h| H::socket_event(h, SocketEvent::StateChange)) }
+        unsafe { Self::dispatch(sk, |h, _| H::socket_event(h, SocketEvent::StateChange)) }
     }
 
     unsafe extern "C" fn write_space(sk: *mut bindings::sock) {
         // SAFETY: As above.
-        unsafe { Self::dispatch(sk, |h| H::socket_event(h, SocketEvent::WriteSpace)) }
+        unsafe { Self::dispatch(sk, |h, _| H::socket_event(h, SocketEvent::WriteSpace)) }
     }
 }
 
