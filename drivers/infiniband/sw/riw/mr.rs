@@ -181,11 +181,13 @@ pub(crate) struct MemRegion {
 impl MemRegion {
     /// Whether `stag` names this region (its key), the region is valid and belongs to `pd`,
     /// grants `rights`, and covers `len` bytes at `addr`.
+    #[inline(always)]
     pub(crate) fn permits(&self, stag: u32, pd: usize, rights: u32, addr: u64, len: u64) -> bool {
         self.check(stag, pd, rights, addr, len).is_ok()
     }
 
     /// As `permits`, saying which check failed first, for the Terminate a peer is owed.
+    #[inline]
     pub(crate) fn check(
         &self,
         stag: u32,
@@ -353,6 +355,7 @@ impl MemRegion {
     }
 
     /// Copies `src` to address `addr` of the region (checked with `permits`).
+    #[inline(always)]
     pub(crate) fn write(&self, addr: u64, src: &[u8]) -> Result {
         match &self.backing {
             Backing::User(mem) => {

@@ -217,6 +217,7 @@ impl Inbound {
     /// FPDUs are not received (yet, or any more). `wake_sender` runs as soon as the
     /// sender has something to do (a Read Request to answer, work a Read held back), so
     /// that it starts while the rest is received.
+    #[inline(always)]
     pub(crate) fn receive(
         &mut self,
         sock: &LockedSocket<'_>,
@@ -780,6 +781,7 @@ impl Placer<'_> {
         RxEnd::LocalError { cause }
     }
 
+    #[inline(always)]
     fn complete(&self, m: &Message, status: u32) {
         let c = Completion {
             wr_id: m.wr_id,
@@ -801,6 +803,7 @@ impl Placer<'_> {
         RiwCq::deliver(self.qp.recv_cq::<RiwDevice>(), &c);
     }
 
+    #[inline(always)]
     fn payload(&mut self, offset: u16, data: &[u8]) -> Result<(), RxEnd> {
         let Some(h) = self.header.as_ref() else {
             return Ok(());
@@ -844,6 +847,7 @@ impl Placer<'_> {
         self.end()
     }
 
+    #[inline(always)]
     fn end(&mut self) -> Result<(), RxEnd> {
         *self.sink = None;
         let Some(h) = self.header.take() else {
@@ -926,6 +930,7 @@ fn release(targets: &mut [Target], n: usize) {
 }
 
 /// Copies `data` to message offset `at` of a receive buffer made of `targets`.
+#[inline(always)]
 fn place(targets: &[Target], mut at: u64, mut data: &[u8]) -> Result {
     for t in targets {
         if data.is_empty() {

@@ -82,6 +82,7 @@ impl Sources {
     }
 
     /// Drops every source (the region references go).
+    #[inline(always)]
     fn clear(&mut self) {
         for item in self.items.iter_mut().take(self.len) {
             *item = None;
@@ -113,6 +114,7 @@ impl Sources {
 
     /// Runs `f` on each source piece of `len` payload bytes at `offset`, in order:
     /// `f(source, offset in it, length)`.
+    #[inline(always)]
     fn each(
         &self,
         mut offset: u32,
@@ -277,6 +279,7 @@ impl Sender {
     }
 
     /// Hands the rest of the current FPDU to the socket.
+    #[inline(always)]
     fn push<H: SocketHandler>(&mut self, sock: &TcpStream<H>, more: bool) -> Result<bool> {
         loop {
             let total = self.frame_total();
@@ -433,6 +436,7 @@ impl Sender {
     /// The last FPDU of a message for `origin` is framed (sent zero-copy with the ticket
     /// of `token`, if any): the work it is for goes where it waits. `Err` gives back Read
     /// work the Read state could not take.
+    #[inline(always)]
     fn framed(
         &mut self,
         origin: Origin,
@@ -915,6 +919,7 @@ impl Sender {
 
     /// Builds the FPDU of `segment` of the current message into the frame buffer, its
     /// payload copied in, or if the message goes `zero_copy` only its header and trailer.
+    #[inline(always)]
     fn build(&mut self, segment: &Segment, zero_copy: bool) -> Result {
         let Self {
             template,
@@ -1006,6 +1011,7 @@ impl Source {
 
 /// Copies bytes `offset..offset + out.len()` of a message's payload, from `sources` and
 /// its `inline` data, into `out`.
+#[inline(always)]
 fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut [u8]) -> Result {
     let mut done = 0;
     sources.each(offset, out.len(), |source, at, n| {

@@ -127,6 +127,7 @@ impl SegmentHeader {
     /// Encodes the header into the first [`encoded_len`](Self::encoded_len) bytes of
     /// `out`, zeros after it: stores at fixed offsets, no bounds to check (this runs
     /// for every FPDU sent).
+    #[inline(always)]
     pub(crate) fn encode(&self, out: &mut [u8; UNTAGGED_HEADER_LEN]) -> Result<(), Error> {
         let tagged = matches!(self.placement, Placement::Tagged { .. });
         if tagged != self.opcode.is_tagged() {

@@ -222,6 +222,7 @@ impl<C: Crc32c> FpduWriter<C> {
     }
 
     /// As [`FpduWriter::begin`], the header given as its DDP and RDMAP parts.
+    #[inline(always)]
     fn begin_parts(
         segment: &SegmentHeader,
         rdmap: &RdmapHeader,
@@ -272,6 +273,7 @@ impl<C: Crc32c> FpduWriter<C> {
     }
 
     /// Accounts for payload bytes sent; feeds them to the CRC if it is on.
+    #[inline(always)]
     pub fn payload(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.payload_left = self
             .payload_left
@@ -320,6 +322,7 @@ impl<C: Crc32c> FpduWriter<C> {
 
     /// Writes pad and CRC into `out`, returning their length (at most
     /// [`MAX_TRAILER_LEN`]). Fails if payload bytes are still missing.
+    #[inline(always)]
     pub fn finish(self, out: &mut [u8]) -> Result<usize, Error> {
         if self.payload_left != 0 {
             return Err(Error::LengthMismatch);
