@@ -167,9 +167,11 @@ void riw_xa_unlock(struct xarray *xa)
 	xa_unlock_bh(xa);
 }
 
-void riw_rcu_read_lock(void)
+/* A lookup's first half in one call: the caller takes its reference, then unlocks. */
+void *riw_xa_load_rcu(struct xarray *xa, unsigned long index)
 {
 	rcu_read_lock();
+	return xa_load(xa, index);
 }
 
 void riw_rcu_read_unlock(void)

@@ -38,7 +38,7 @@ void *riw_xa_find(struct xarray *xa, unsigned long *index);
 void *riw_xa_erase(struct xarray *xa, unsigned long index);
 int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
 void riw_xa_unlock(struct xarray *xa);
-void riw_rcu_read_lock(void);
+void *riw_xa_load_rcu(struct xarray *xa, unsigned long index);
 void riw_rcu_read_unlock(void);
 
 /*

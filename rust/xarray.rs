@@ -90,13 +90,13 @@ impl<T: Send + Sync> ArcTable<T> {
 
     /// A new reference to the object at `index`, if any (takes no lock).
     pub fn get(&self, index: u32) -> Option<Arc<T>> {
-        // SAFETY: Initialised by the invariant. A slot found inside the RCU read section
-        // is released, with its reference, only after a grace period that this section
-        // holds back.
+        // SAFETY: Initialised by the invariant. `riw_xa_load_rcu` enters an RCU read
+        // section and looks up in it (one call: lookups are on the data path); a slot found
+        // there is released, with its reference, only after a grace period that this
+        // section, left below, holds back.
         unsafe {
-            bindings::riw_rcu_read_lock();
-            let slot =
-                bindings::xa_load(self.xa.get(), index.into()).cast::<bindings::riw_xa_slot>();
+            let slot = bindings::riw_xa_load_rcu(self.xa.get(), index.into())
+                .cast::<bindings::riw_xa_slot>();
             let found = (!slot.is_null()).then(|| clone_entry::<T>(slot));
             bindings::riw_rcu_read_unlock();
             found

@@ -104,6 +104,7 @@ impl UserMemory {
     }
 
     /// Copies `src` to `offset` of the region.
+    #[inline]
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
         // SAFETY: As for `read`.
         let ret = unsafe {

@@ -321,6 +321,7 @@ impl DeviceOps for RiwDevice {
         qp.query()
     }
 
+    #[inline(always)]
     fn doorbell(_dev: &Device<Self>, qp: &Qp<Self>) -> Result {
         RiwQp::doorbell(qp)
     }

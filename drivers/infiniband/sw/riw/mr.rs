@@ -328,6 +328,7 @@ impl MemRegion {
     }
 
     /// Copies `dst.len()` bytes at address `addr` of the region (checked with `permits`).
+    #[inline(always)]
     pub(crate) fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
         match &self.backing {
             Backing::User(mem) => {

@@ -392,6 +392,7 @@ impl RiwQp {
 
     /// New send work in the shared ring. Without a connection there is nothing to send:
     /// a QP in ERROR flushes what was posted, any other state refuses.
+    #[inline(always)]
     pub(crate) fn doorbell(qp: &Qp<RiwDevice>) -> Result {
         let this: &Self = qp;
         let mut q = this.mutable.lock();

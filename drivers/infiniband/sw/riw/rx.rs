@@ -551,6 +551,7 @@ impl Placer<'_> {
     }
 
     /// Looks up the region `stag` names and checks an access to it.
+    #[inline(always)]
     fn region(
         &self,
         stag: u32,

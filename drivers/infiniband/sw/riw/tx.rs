@@ -1013,8 +1013,11 @@ impl Source {
 /// its `inline` data, into `out`.
 #[inline(always)]
 fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut [u8]) -> Result {
-    let mut done = 0;
-    sources.each(offset, out.len(), |source, at, n| {
+    // `Sources::each` spelled out: its closure would be a call of its own per FPDU.
+    let (mut done, mut offset) = (0, offset);
+    while done < out.len() {
+        let (source, at) = sources.at(offset).ok_or(EINVAL)?;
+        let n = ((source.len() - at) as usize).min(out.len() - done);
         let now = out.get_mut(done..done + n).ok_or(EINVAL)?;
         match source {
             Source::Region { region, addr, .. } => region.read(addr + u64::from(at), now)?,
@@ -1024,8 +1027,9 @@ fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut 
             }
         }
         done += n;
-        Ok(())
-    })
+        offset += n as u32;
+    }
+    Ok(())
 }
 
 /// Continues the CRC register `crc` over payload bytes `offset..offset + len` of a
