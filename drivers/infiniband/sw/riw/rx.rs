@@ -8,6 +8,10 @@
 //! buffer's memory (region, key, protection domain, rights, bounds) and the message's
 //! length against it. A violation ends in a Terminate for the peer and an error for the
 //! QP, never in a write outside the buffer.
+//!
+//! The small steps of each message's path are `#[inline(always)]`: their calls cost more
+//! than their bodies, under TCG (where the benchmarks run) most of all, as every return
+//! and every call to another page adds a lookup of the next translated block.
 
 use crate::cq::{Completion, RiwCq};
 use crate::crc::KernelCrc32c;

@@ -8,6 +8,9 @@
 //! zero-copy: each FPDU's header and trailer are copied, its payload is handed to TCP as
 //! references to the pinned pages, and the work completes only once TCP released them
 //! (acknowledged), so the consumer cannot change bytes TCP may still have to retransmit.
+//!
+//! As on the receive side, the small steps of each message's path are `#[inline(always)]`
+//! (see `rx`).
 
 use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
