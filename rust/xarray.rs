@@ -90,10 +90,10 @@ impl<T: Send + Sync> ArcTable<T> {
 
     /// A new reference to the object at `index`, if any (takes no lock).
     pub fn get(&self, index: u32) -> Option<Arc<T>> {
-        // SAFETY: Initialised by the invariant. `riw_xa_load_rcu` enters an RCU read
-        // section and looks up in it (one call: lookups are on the data path); a slot found
-        // there is released, with its reference, only after a grace period that this
-        // section, left below, holds back.
+        // One shim call enters the RCU read section and looks up: lookups are on the data
+        // path.
+        // SAFETY: Initialised by the invariant. A slot found inside the section (left below)
+        // is released, with its reference, only after a grace period that it holds back.
         unsafe {
             let slot = bindings::riw_xa_load_rcu(self.xa.get(), index.into())
                 .cast::<bindings::riw_xa_slot>();
