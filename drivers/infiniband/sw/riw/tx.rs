@@ -115,24 +115,41 @@ impl Sources {
         None
     }
 
-    /// Runs `f` on each source piece of `len` payload bytes at `offset`, in order:
-    /// `f(source, offset in it, length)`.
+    /// The source pieces of `len` payload bytes at `offset`, in order.
     #[inline(always)]
-    fn each(
-        &self,
-        mut offset: u32,
-        len: usize,
-        mut f: impl FnMut(&Source, u32, usize) -> Result,
-    ) -> Result {
-        let mut left = len;
-        while left != 0 {
-            let (source, at) = self.at(offset).ok_or(EINVAL)?;
-            let n = ((source.len() - at) as usize).min(left);
-            f(source, at, n)?;
-            left -= n;
-            offset += n as u32;
+    fn pieces(&self, offset: u32, len: usize) -> Pieces<'_> {
+        Pieces {
+            sources: self,
+            offset,
+            left: len,
         }
-        Ok(())
+    }
+}
+
+/// Iterator over the source pieces of a stretch of payload: `(source, offset in it,
+/// length)`, or one `EINVAL` if the sources end before the stretch does.
+struct Pieces<'a> {
+    sources: &'a Sources,
+    offset: u32,
+    left: usize,
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = Result<(&'a Source, u32, usize)>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let Some((source, at)) = self.sources.at(self.offset) else {
+            self.left = 0;
+            return Some(Err(EINVAL));
+        };
+        let n = ((source.len() - at) as usize).min(self.left);
+        self.left -= n;
+        self.offset += n as u32;
+        Some(Ok((source, at, n)))
     }
 }
 
@@ -1016,11 +1033,9 @@ impl Source {
 /// its `inline` data, into `out`.
 #[inline(always)]
 fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut [u8]) -> Result {
-    // `Sources::each` spelled out: its closure would be a call of its own per FPDU.
-    let (mut done, mut offset) = (0, offset);
-    while done < out.len() {
-        let (source, at) = sources.at(offset).ok_or(EINVAL)?;
-        let n = ((source.len() - at) as usize).min(out.len() - done);
+    let mut done = 0;
+    for piece in sources.pieces(offset, out.len()) {
+        let (source, at, n) = piece?;
         let now = out.get_mut(done..done + n).ok_or(EINVAL)?;
         match source {
             Source::Region { region, addr, .. } => region.read(addr + u64::from(at), now)?,
@@ -1030,7 +1045,6 @@ fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut 
             }
         }
         done += n;
-        offset += n as u32;
     }
     Ok(())
 }
@@ -1038,11 +1052,11 @@ fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut 
 /// Continues the CRC register `crc` over payload bytes `offset..offset + len` of a
 /// zero-copy message from `sources`, read in place.
 fn payload_crc(sources: &Sources, offset: u32, len: usize, mut crc: u32) -> Result<u32> {
-    sources.each(offset, len, |source, at, n| {
+    for piece in sources.pieces(offset, len) {
+        let (source, at, n) = piece?;
         let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
         crc = mem.crc32c(crc, mem_offset, n)?;
-        Ok(())
-    })?;
+    }
     Ok(crc)
 }
 
