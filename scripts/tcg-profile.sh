@@ -4,11 +4,19 @@
 #
 #   scripts/tcg-profile.sh [--tool ib_send_lat] [--size 64] [--drivers "riw siw"]
 #                          [--iterations N] [--trace "FUNCTION..." [--clock]]
-#                          [--perf [--callers SYMBOL]] [--out DIR]
+#                          [--tlb BITS] [--jump-cache] [--perf [--callers SYMBOL]]
+#                          [--module FILE.ko] [--out DIR]
 #
 # A QEMU TCG plugin (scripts/tcg-profile/plugin.c) counts every block of guest kernel code
 # the guest executes while TOOL runs N and then 3N iterations; the difference, over 2N, is
-# what one iteration executes, by module and function (scripts/tcg-profile/report.py).
+# what one iteration executes, by module and function (scripts/tcg-profile/report.py), with
+# its memory accesses and the block exits TCG cannot chain (each a lookup of the next block).
+# Two models of QEMU's own caches count misses as well, each costing the emulator a search:
+# --tlb, the softmmu TLB (2^BITS entries per vCPU, direct mapped, eight victims; a miss is a
+# page-table walk), and --jump-cache, the per-vCPU cache of QEMU 7.2 that every unchained
+# block entry looks up (4096 entries hashed on the PC; a miss searches all translations).
+# Both depend on where code and data lie, so they differ between builds of the same code.
+# --module profiles that riw.ko instead of the tree's release build.
 # With --trace, the entries of the named kernel or module functions (as /proc/kallsyms spells
 # them, or a part of such a name: every match) are logged with each
 # vCPU's instruction count, and the report gives the median instructions from one to the
@@ -26,6 +34,7 @@ set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 
 tool=ib_send_lat size=64 drivers="riw siw" iterations="" trace="" out="" clock="" perf=""
+tlb="" jump_cache="" module=""
 callers=queued_spin_lock_slowpath
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -35,16 +44,19 @@ while [ $# -gt 0 ]; do
 	--iterations) iterations=${2:?}; shift 2 ;;
 	--trace) trace=${2:?}; shift 2 ;;
 	--clock) clock=1; shift ;;
+	--tlb) tlb=${2:?}; shift 2 ;;
+	--jump-cache) jump_cache=1; shift ;;
 	--perf) perf=1; shift ;;
 	--callers) callers=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
-	*) sed -n '5,7s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	--module) module=$(realpath -e "${2:?}"); shift 2 ;;
+	*) sed -n '5,8s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 done
 
 "$RIW_TOP/scripts/install-deps.sh"
 "$RIW_TOP/scripts/build-module.sh" release
-module=$(riw_module_dir release)/riw.ko
+[ -n "$module" ] || module=$(riw_module_dir release)/riw.ko
 kdir=$(riw_kernel_dir release)/linux
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/riw-tcg-profile.XXXXXX")
 mkdir -p "$out"
@@ -70,6 +82,8 @@ else
 	marker=$(awk '$3 == "ksys_sync" { print $1 }' "$kdir/System.map")
 	[ -n "$marker" ] || { echo "tcg-profile: no ksys_sync in $kdir/System.map" >&2; exit 1; }
 	args=marker=$marker,out=$out
+	[ -z "$tlb" ] || args=$args,tlb=$tlb
+	[ -z "$jump_cache" ] || args=$args,jmpcache=1
 	if [ -n "$trace" ]; then
 		# Module functions have the addresses of the same modules loaded the same way.
 		run_guest -- bash -c 'modprobe riw; modprobe siw; echo 0 >/proc/sys/kernel/kptr_restrict;

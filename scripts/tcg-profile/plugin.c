@@ -13,9 +13,15 @@
  * counts), so that the emulation runs at its own pace: what each step costs in time,
  * where instructions differ in cost (atomics, indirect branches, memory accesses).
  *
+ * With tlb=BITS, a model of QEMU's softmmu TLB counts the kernel's TLB misses; with
+ * jmpcache=1, a model of QEMU's jump cache counts the misses of unchained block entries.
+ *
  * Each closed window N leaves DIR/counts.N: one line per block, "vaddr insns execs
- * string-ops divisions atomics" (the instructions TCG runs most slowly: an iteration per
- * block, or a helper call), and with trace= DIR/trace.N: "vcpu address instructions".
+ * string-ops divisions atomics accesses lookup tlb-misses jump-misses jump-lookups" (the
+ * instructions TCG runs most slowly: an iteration per block, or a helper call; the memory
+ * accesses; whether the block's exit looks the next block up; what the models saw, the jump
+ * cache's charged to the block entered), and with trace= DIR/trace.N: "vcpu address
+ * instructions".
  *
  * Declares the few plugin API calls it uses (QEMU_PLUGIN_VERSION 1, QEMU 7.2 and later).
  */
@@ -58,6 +64,12 @@ uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t i);
 const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn,
+				      void (*cb)(unsigned int, uint32_t, uint64_t, void *),
+				      int flags, int rw, void *userdata);
+void qemu_plugin_register_vcpu_mem_inline(struct qemu_plugin_insn *insn, int rw, int op,
+					  void *ptr, uint64_t imm);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -68,8 +80,8 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define MAX_VCPUS 64
 
 struct block {
-	uint64_t vaddr, insns, execs;
-	unsigned int string_ops, divisions, atomics;
+	uint64_t vaddr, insns, execs, accesses, misses, jump_misses, jump_lookups;
+	unsigned int string_ops, divisions, atomics, lookups;
 	struct block *next;
 };
 
@@ -89,6 +101,78 @@ static uint64_t vcpu_insns[MAX_VCPUS];
 static struct record *records;
 static uint64_t nrecords;
 static bool clock_mode;
+/* With tlb=BITS: a model of QEMU's softmmu TLB per vCPU, 2^BITS entries, direct mapped by
+ * page, with 8 victim entries; kernel accesses to kernel and to user addresses apart (QEMU
+ * keeps them under different MMU indexes). */
+static unsigned int tlb_bits;
+struct tlb {
+	uint64_t *entries, victims[8];
+	unsigned int next_victim;
+};
+static struct tlb tlbs[MAX_VCPUS][2];
+
+/* With jmpcache=1: a model of QEMU's per-vCPU jump cache (QEMU 7.2: 4096 entries, hashed
+ * on the guest PC), which every block entry not chained from the block before looks up
+ * (after a return or an indirect branch, or across a page); a miss costs a search of the
+ * global table of translations. User code runs through the model too: it shares the cache. */
+#define JUMP_CACHE_BITS 12
+static bool jump_cache;
+struct jump_state {
+	uint64_t pcs[1 << JUMP_CACHE_BITS];
+	uint64_t page; /* the first page of the block before, */
+	bool looked_up; /* and whether it left by a lookup anyway */
+};
+static struct jump_state *jump_states[MAX_VCPUS];
+
+static unsigned int jump_hash(uint64_t pc)
+{
+	uint64_t tmp = pc ^ (pc >> 6);
+
+	return ((tmp >> 6) & 0xfc0) | (tmp & 0x3f);
+}
+
+static void on_block_entry(unsigned int vcpu, void *userdata)
+{
+	struct block *b = userdata;
+	uint64_t pc = b->vaddr, page = pc >> 12;
+	struct jump_state *j = jump_states[vcpu % MAX_VCPUS];
+
+	if (!j && !(j = jump_states[vcpu % MAX_VCPUS] = calloc(1, sizeof(*j))))
+		abort();
+	if (j->looked_up || page != j->page) {
+		uint64_t *e = &j->pcs[jump_hash(pc)];
+
+		b->jump_lookups++;
+		if (*e != pc) {
+			*e = pc;
+			b->jump_misses++;
+		}
+	}
+	j->page = page;
+	j->looked_up = b->lookups;
+}
+
+static void on_access(unsigned int vcpu, uint32_t info, uint64_t vaddr, void *block)
+{
+	struct tlb *t = &tlbs[vcpu % MAX_VCPUS][vaddr < KERNEL_START];
+	uint64_t page = (vaddr >> 12) + 1, *e;
+
+	if (!t->entries && !(t->entries = calloc(1u << tlb_bits, sizeof(*t->entries))))
+		abort();
+	e = &t->entries[(page - 1) & ((1u << tlb_bits) - 1)];
+	if (*e == page)
+		return;
+	for (unsigned int i = 0; i < 8; i++) {
+		if (t->victims[i] == page) {
+			t->victims[i] = *e;
+			*e = page;
+			return;
+		}
+	}
+	t->victims[t->next_victim++ % 8] = *e;
+	*e = page;
+	((struct block *)block)->misses++;
+}
 
 static struct block *block_of(uint64_t vaddr, uint64_t insns)
 {
@@ -106,6 +190,31 @@ static struct block *block_of(uint64_t vaddr, uint64_t insns)
 	b->next = blocks[h];
 	blocks[h] = b;
 	return b;
+}
+
+/*
+ * Whether the instruction ending a block at `vaddr` (opcode bytes `p`, the next one at
+ * `next`) leaves it by a lookup of the next block rather than a chained jump: a return,
+ * an indirect call or jump, or a direct one to another page (QEMU chains only within the
+ * block's page).
+ */
+static unsigned int exit_looks_up(uint64_t vaddr, uint64_t next, const uint8_t *p, size_t n)
+{
+	int64_t rel;
+
+	if (!n)
+		return 0;
+	if (p[0] == 0xc3 || p[0] == 0xc2)
+		return 1;
+	if (p[0] == 0xff && n > 1)
+		return ((p[1] >> 3) & 7) >= 2 && ((p[1] >> 3) & 7) <= 5;
+	if ((p[0] == 0xe8 || p[0] == 0xe9) && n >= 5)
+		rel = (int32_t)(p[1] | p[2] << 8 | p[3] << 16 | (uint32_t)p[4] << 24);
+	else if (p[0] == 0xeb && n >= 2)
+		rel = (int8_t)p[1];
+	else
+		return 0;
+	return ((next + rel) ^ vaddr) >> 12 != 0;
 }
 
 /*
@@ -139,6 +248,9 @@ static void classify(struct qemu_plugin_tb *tb, struct block *b)
 			b->divisions++; /* div and idiv: /6 and /7 */
 		if (lock || ((op == 0x86 || op == 0x87) && k + 1 < len && (p[k + 1] >> 6) != 3))
 			b->atomics++;
+		if (i + 1 == b->insns)
+			b->lookups = exit_looks_up(b->vaddr, qemu_plugin_insn_vaddr(insn) + len,
+						   p + k, len - k);
 	}
 }
 
@@ -152,9 +264,11 @@ static void dump(unsigned int n)
 	for (size_t i = 0; f && i < BUCKETS; i++)
 		for (struct block *b = blocks[i]; b; b = b->next)
 			if (b->execs)
-				fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %u %u %u\n",
-					b->vaddr, b->insns, b->execs, b->string_ops,
-					b->divisions, b->atomics);
+				fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %u %u %u %" PRIu64
+					" %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", b->vaddr,
+					b->insns, b->execs, b->string_ops, b->divisions,
+					b->atomics, b->accesses, b->lookups, b->misses,
+					b->jump_misses, b->jump_lookups);
 	if (f)
 		fclose(f);
 	if (!records)
@@ -174,8 +288,10 @@ static void on_marker(unsigned int vcpu, void *unused)
 	window++;
 	if (window % 2) {
 		for (size_t i = 0; i < BUCKETS; i++)
-			for (struct block *b = blocks[i]; b; b = b->next)
-				b->execs = 0;
+			for (struct block *b = blocks[i]; b; b = b->next) {
+				b->execs = b->accesses = b->misses = 0;
+				b->jump_misses = b->jump_lookups = 0;
+			}
 		__atomic_store_n(&nrecords, 0, __ATOMIC_RELAXED);
 	} else {
 		dump(window / 2);
@@ -226,8 +342,19 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	uint64_t insns = qemu_plugin_tb_n_insns(tb);
 	struct block *b;
 
-	if (vaddr < KERNEL_START)
+	if (vaddr < KERNEL_START) {
+		/* User code is not counted, but shares the jump cache. */
+		if (jump_cache && !clock_mode) {
+			b = calloc(1, sizeof(*b));
+			if (!b)
+				abort();
+			b->vaddr = vaddr;
+			b->insns = insns;
+			classify(tb, b);
+			qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block_entry, 0, b);
+		}
 		return;
+	}
 	if (!clock_mode) {
 		pthread_mutex_lock(&lock);
 		b = block_of(vaddr, insns);
@@ -235,6 +362,17 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		pthread_mutex_unlock(&lock);
 		/* Not atomic: two vCPUs running one block at once may lose a count, rarely. */
 		qemu_plugin_register_vcpu_tb_exec_inline(tb, 0 /* add */, &b->execs, 1);
+		if (jump_cache)
+			qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block_entry, 0, b);
+		for (size_t i = 0; i < insns; i++) {
+			struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+
+			qemu_plugin_register_vcpu_mem_inline(insn, 3 /* loads and stores */,
+							     0 /* add */, &b->accesses, 1);
+			if (tlb_bits)
+				qemu_plugin_register_vcpu_mem_cb(insn, on_access, 0 /* no regs */,
+								 3, b);
+		}
 		/* Ahead of a traced entry's log, which reads the count it keeps. */
 		if (records)
 			qemu_plugin_register_vcpu_tb_exec_cb(tb, on_block, 0,
@@ -250,6 +388,12 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 	for (int i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "marker=", 7)) {
 			marker = strtoull(argv[i] + 7, NULL, 16);
+		} else if (!strncmp(argv[i], "tlb=", 4)) {
+			tlb_bits = strtoul(argv[i] + 4, NULL, 10);
+			if (tlb_bits < 1 || tlb_bits > 22)
+				return -1;
+		} else if (!strcmp(argv[i], "jmpcache=1")) {
+			jump_cache = true;
 		} else if (!strcmp(argv[i], "clock=1")) {
 			clock_mode = true;
 		} else if (!strncmp(argv[i], "out=", 4)) {

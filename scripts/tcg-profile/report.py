@@ -3,7 +3,8 @@
 """Reports a scripts/tcg-profile.sh run: per driver, the guest kernel's instructions per
 iteration (the second window less the first, over the iterations between them), by module
 and by function, with the string instructions and divisions among them and the atomics
-(which TCG runs through a helper); and, where the
+(which TCG runs through a helper), the memory accesses, the block exits TCG cannot chain
+and the misses of its TLB and jump cache models; and, where the
 run traced functions, the median instructions a vCPU executes from the entry of one traced
 function to the next ("phases", as a critical path is drawn).
 
@@ -38,11 +39,13 @@ def demangle(names):
 
 def counts(path):
     """(address, instructions) of each block: (executions, string instructions and
-    divisions, atomics)."""
+    divisions, atomics, memory accesses, whether its exit looks the next block up, the
+    models' TLB misses and jump cache misses)."""
     c = {}
     for line in open(path):
         v, n, e, s, d, *a = line.split()
-        c[(int(v, 16), int(n))] = (int(e), int(s) + int(d), int(a[0]) if a else 0)
+        a = [int(x) for x in a] + [0] * (5 - len(a))
+        c[(int(v, 16), int(n))] = (int(e), int(s) + int(d), a[0], a[1], a[2], a[3], a[4])
     return c
 
 
@@ -52,10 +55,12 @@ def report(d, drv, first, iters, top):
     a, b = counts(f"{d}/counts.{first}"), counts(f"{d}/counts.{first + 1}")
     insns, special, modules = collections.Counter(), collections.Counter(), collections.Counter()
     atomics, blocks = collections.Counter(), 0.0
+    accesses, lookups, misses = collections.Counter(), collections.Counter(), collections.Counter()
+    jump_misses = collections.Counter()
     for key in set(a) | set(b):
-        ea, eb = a.get(key, (0, 0, 0))[0], b.get(key, (0, 0, 0))[0]
-        _, slow, atomic = b.get(key) or a[key]
-        execs = (eb - ea) / iters
+        ea, eb = a.get(key, (0,) * 7), b.get(key, (0,) * 7)
+        _, slow, atomic, _, lookup, _, _ = b.get(key) or a[key]
+        execs = (eb[0] - ea[0]) / iters
         j = bisect.bisect_right(addrs, key[0]) - 1
         _, name, module = syms[j] if j >= 0 else (0, "?", "?")
         insns[name] += key[1] * execs
@@ -66,6 +71,14 @@ def report(d, drv, first, iters, top):
         if atomic:
             atomics[module] += atomic * execs
             atomics[name] += atomic * execs
+        accesses[module] += (eb[3] - ea[3]) / iters
+        lookups[module] += lookup * execs
+        if eb[6] - ea[6]:
+            jump_misses[module] += (eb[6] - ea[6]) / iters
+            jump_misses[name] += (eb[6] - ea[6]) / iters
+        if eb[5] - ea[5]:
+            misses[module] += (eb[5] - ea[5]) / iters
+            misses[name] += (eb[5] - ea[5]) / iters
     if not insns:
         # --clock: nothing was counted, the traced entries carry host nanoseconds.
         print(f"{drv}:")
@@ -75,8 +88,11 @@ def report(d, drv, first, iters, top):
     names = demangle(list(insns))
     print(f"{drv}: {sum(insns.values()):.0f} kernel instructions per iteration, in {blocks:.0f}"
           f" blocks, {sum(atomics[m] for m in modules):.1f} of them atomics")
+    print("  instructions, memory accesses, block lookups (exits TCG cannot chain), TLB misses"
+          " (--tlb), jump cache misses (--jump-cache) per module:")
     for module, v in modules.most_common(6):
-        print(f"  {v:8.0f}  [{module}]")
+        print(f"  {v:8.0f} {accesses[module]:8.0f} {lookups[module]:6.0f} {misses[module]:6.1f}"
+              f" {jump_misses[module]:6.1f}  [{module}]")
     for name, v in insns.most_common(top):
         print(f"  {v:8.1f}  {names[name][:100]}")
     rows = [(v, n) for n, v in special.items() if v >= 0.5]
@@ -89,6 +105,12 @@ def report(d, drv, first, iters, top):
         print(f"  atomics per iteration ({', '.join(f'[{m}] {atomics[m]:.1f}' for m in modules)}):")
         for v, n in sorted(rows, reverse=True)[:top]:
             print(f"  {v:8.1f}  {names[n][:100]}")
+    for title, c in (("TLB misses", misses), ("jump cache misses", jump_misses)):
+        rows = [(v, n) for n, v in c.items() if v >= 0.2 and n not in modules]
+        if rows:
+            print(f"  {title} per iteration:")
+            for v, n in sorted(rows, reverse=True)[:top]:
+                print(f"  {v:8.1f}  {names[n][:100]}")
     phases(d, drv, first, syms, "instructions")
 
 
