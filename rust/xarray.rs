@@ -103,6 +103,24 @@ impl<T: Send + Sync> ArcTable<T> {
         }
     }
 
+    /// Runs `f` on the object at `index`, if any, borrowed inside an RCU read section:
+    /// no reference is taken, so `f` must not sleep (the object may go once the section
+    /// ends, which a sleep would let happen).
+    pub fn with<R>(&self, index: u32, f: impl FnOnce(Option<&T>) -> R) -> R {
+        // SAFETY: Initialised by the invariant. A slot found inside the section is
+        // released, with the reference that keeps its object alive, only after a grace
+        // period that the section holds back until `f`, which cannot keep the borrow, is
+        // done.
+        unsafe {
+            let slot = bindings::riw_xa_load_rcu(self.xa.get(), index.into())
+                .cast::<bindings::riw_xa_slot>();
+            let found = (!slot.is_null()).then(|| &*(*slot).entry.cast::<T>().cast_const());
+            let result = f(found);
+            bindings::riw_rcu_read_unlock();
+            result
+        }
+    }
+
     /// Calls `f` on every object in the table, under the table's lock (so `f` must not
     /// sleep).
     pub fn for_each(&self, mut f: impl FnMut(&Arc<T>)) {

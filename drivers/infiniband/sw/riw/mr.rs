@@ -547,6 +547,17 @@ impl RiwMr {
         dev.mr_table.get(stag >> 8)
     }
 
+    /// Runs `f` on the region an STag names, if registered, borrowed without a
+    /// reference; `f` must not sleep.
+    #[inline(always)]
+    pub(crate) fn with_region<R>(
+        dev: &Device<RiwDevice>,
+        stag: u32,
+        f: impl FnOnce(Option<&MemRegion>) -> R,
+    ) -> R {
+        dev.mr_table.with(stag >> 8, f)
+    }
+
     pub(crate) fn destroy(mr: &Mr<RiwDevice>, dev: &Device<RiwDevice>) {
         // The data path may still hold the region for an access in flight; it goes when
         // that finishes.

@@ -554,6 +554,33 @@ impl Placer<'_> {
         Ok(())
     }
 
+    /// A whole RDMA Write segment with payload, as `write_header`, `payload` and `end`
+    /// would take it, but with its region borrowed for the copy rather than referenced:
+    /// two atomics and three calls less on the way to the data.
+    fn write_whole(&mut self, h: &RxHeader, data: &[u8]) -> Result<(), RxEnd> {
+        *self.header = None;
+        *self.sink = None;
+        let Placement::Tagged { stag, to } = h.segment.placement else {
+            return Err(violation(
+                TermCause::DDP_TAGGED_INVALID_STAG,
+                "an RDMA Write without a tagged header",
+            ));
+        };
+        let pd = pd_id(self.qp.pd::<RiwDevice>());
+        RiwMr::with_region(self.dev, stag, |region| {
+            let region = region.ok_or(Denied::Stag)?;
+            region.check(stag, pd, access::REMOTE_WRITE, to, data.len() as u64)?;
+            Ok(region.write(to, data))
+        })
+        .map_err(|denied: Denied| violation(tagged_cause(denied), denied.what()))?
+        .map_err(|_| {
+            violation(
+                TermCause::DDP_LOCAL_CATASTROPHIC,
+                "placement into memory failed",
+            )
+        })
+    }
+
     /// Looks up the region `stag` names and checks an access to it.
     #[inline(always)]
     fn region(
@@ -845,6 +872,10 @@ impl Placer<'_> {
 
     /// A whole FPDU, checked to its CRC: its header, payload and end in turn.
     fn whole(&mut self, h: &RxHeader, rdmap: &RdmapHeader, data: &[u8]) -> Result<(), RxEnd> {
+        if h.segment.opcode == Opcode::RdmaWrite && !data.is_empty() && self.rtr_expected.is_none()
+        {
+            return self.write_whole(h, data);
+        }
         self.header(h, rdmap)?;
         if !data.is_empty() {
             self.payload(0, data)?;
