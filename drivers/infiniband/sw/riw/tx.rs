@@ -60,6 +60,14 @@ enum Source {
         addr: u64,
         len: u32,
     },
+    /// An element of a registered region in domain `pd`, for a message that is copied:
+    /// looked up and checked when its bytes are, and only borrowed for that.
+    Borrowed {
+        stag: u32,
+        pd: usize,
+        addr: u64,
+        len: u32,
+    },
     /// Inline data, copied into the work request at post time.
     Inline { len: u32 },
 }
@@ -409,7 +417,7 @@ impl Sender {
                 continue;
             };
             let zero_copy = m.zero_copy.is_some();
-            if self.build(&segment, zero_copy).is_err() {
+            if self.build(dev, &segment, zero_copy).is_err() {
                 self.fail_message(qp, uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR);
                 return TxEnd::LocalError;
             }
@@ -570,7 +578,9 @@ impl Sender {
                 look
             };
             let (limits, requests) = match look {
-                Look::Respond(request) => return self.response(owner, qp, request, inbound),
+                Look::Respond(request) => {
+                    return self.response(owner, dev, qp, request, inbound);
+                }
                 Look::Work { limits, requests } => (limits, requests),
             };
             if !self.next_work(qp, &limits)? {
@@ -585,7 +595,7 @@ impl Sender {
                     return Ok(false);
                 }
                 return match reads(inbound, |r| r.take_request()) {
-                    Some(request) => self.response(owner, qp, request, inbound),
+                    Some(request) => self.response(owner, dev, qp, request, inbound),
                     None => Ok(false),
                 };
             }
@@ -656,6 +666,7 @@ impl Sender {
     fn response<O: ZeroCopyOwner>(
         &mut self,
         owner: &Arc<O>,
+        dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         request: InboundRead,
         inbound: &SpinLockBh<Inbound>,
@@ -681,7 +692,7 @@ impl Sender {
                 return Err(());
             }
         }
-        match self.plan(owner, qp, inbound, Origin::Response, request.size) {
+        match self.plan(owner, dev, qp, inbound, Origin::Response, request.size) {
             Ok(()) => Ok(true),
             Err(_) => {
                 self.sources.clear();
@@ -756,11 +767,26 @@ impl Sender {
             return Err(LOC_QP_OP_ERR);
         }
         let pd = pd_id(qp.pd::<RiwDevice>());
-        let mut total: u64 = 0;
-        for sge in sqe.sges().iter().take(n) {
-            if sge.length == 0 {
-                continue;
+        let sges = sqe.sges().iter().take(n).filter(|sge| sge.length != 0);
+        // A message too short to go zero-copy is copied into each frame as it is built:
+        // its regions are looked up then, and only borrowed for the copy. (A Read's sink
+        // is written later, by the response: it keeps a reference.)
+        let total: u64 = sges.clone().map(|sge| u64::from(sge.length)).sum();
+        let min = u64::from(params::tx_zerocopy_min());
+        if rights == 0 && (min == 0 || total < min) {
+            for sge in sges {
+                sources
+                    .push(Source::Borrowed {
+                        stag: sge.lkey,
+                        pd,
+                        addr: sge.laddr,
+                        len: sge.length,
+                    })
+                    .map_err(|_| LOC_QP_OP_ERR)?;
             }
+            return Ok(total);
+        }
+        for sge in sges {
             let region = RiwMr::lookup(dev, sge.lkey)
                 .filter(|r| r.permits(sge.lkey, pd, rights, sge.laddr, u64::from(sge.length)))
                 .ok_or(uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
@@ -771,7 +797,6 @@ impl Sender {
                     len: sge.length,
                 })
                 .map_err(|_| LOC_QP_OP_ERR)?;
-            total += u64::from(sge.length);
         }
         Ok(total)
     }
@@ -898,7 +923,7 @@ impl Sender {
                 (Origin::Work(work), total)
             }
         };
-        self.plan(owner, qp, inbound, origin, payload_len as u32)
+        self.plan(owner, dev, qp, inbound, origin, payload_len as u32)
     }
 
     /// Plans the message for `origin` whose headers are the template and whose `len`
@@ -908,6 +933,7 @@ impl Sender {
     fn plan<O: ZeroCopyOwner>(
         &mut self,
         owner: &Arc<O>,
+        dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         inbound: &SpinLockBh<Inbound>,
         origin: Origin,
@@ -917,7 +943,7 @@ impl Sender {
         let zero_copy = self.zero_copy(owner, inbound, u64::from(len));
         if zero_copy.is_none() {
             if let Some(segment) = Segment::whole(&self.template, len, self.max_ulpdu) {
-                self.build(&segment, false)
+                self.build(dev, &segment, false)
                     .map_err(|_| uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
                 if self.framed(origin, None, qp, inbound).is_err() {
                     // Nothing of it goes.
@@ -940,7 +966,7 @@ impl Sender {
     /// Builds the FPDU of `segment` of the current message into the frame buffer, its
     /// payload copied in, or if the message goes `zero_copy` only its header and trailer.
     #[inline(always)]
-    fn build(&mut self, segment: &Segment, zero_copy: bool) -> Result {
+    fn build(&mut self, dev: &Device<RiwDevice>, segment: &Segment, zero_copy: bool) -> Result {
         let Self {
             template,
             sources,
@@ -962,7 +988,7 @@ impl Sender {
         } else {
             let body_end = head + len;
             let body = frame.get_mut(head..body_end).ok_or(EINVAL)?;
-            gather(sources, inline, offset, body)?;
+            gather(dev, sources, inline, offset, body)?;
             writer.payload(body).map_err(|_| EINVAL)?;
             (body_end, 0)
         };
@@ -1016,7 +1042,7 @@ impl Sender {
 impl Source {
     fn len(&self) -> u32 {
         match self {
-            Self::Region { len, .. } | Self::Inline { len } => *len,
+            Self::Region { len, .. } | Self::Borrowed { len, .. } | Self::Inline { len } => *len,
         }
     }
 
@@ -1024,21 +1050,36 @@ impl Source {
     fn user_memory(&self, at: u32) -> Option<(&UserMemory, usize)> {
         match self {
             Self::Region { region, addr, .. } => region.user_memory(addr + u64::from(at)),
-            Self::Inline { .. } => None,
+            Self::Borrowed { .. } | Self::Inline { .. } => None,
         }
     }
 }
 
-/// Copies bytes `offset..offset + out.len()` of a message's payload, from `sources` and
-/// its `inline` data, into `out`.
+/// Copies bytes `offset..offset + out.len()` of a message's payload, from `sources` (the
+/// regions of `dev`) and its `inline` data, into `out`.
 #[inline(always)]
-fn gather(sources: &Sources, inline: &[u8; INLINE_AREA], offset: u32, out: &mut [u8]) -> Result {
+fn gather(
+    dev: &Device<RiwDevice>,
+    sources: &Sources,
+    inline: &[u8; INLINE_AREA],
+    offset: u32,
+    out: &mut [u8],
+) -> Result {
     let mut done = 0;
     for piece in sources.pieces(offset, out.len()) {
         let (source, at, n) = piece?;
         let now = out.get_mut(done..done + n).ok_or(EINVAL)?;
         match source {
             Source::Region { region, addr, .. } => region.read(addr + u64::from(at), now)?,
+            Source::Borrowed { stag, pd, addr, .. } => {
+                let addr = addr + u64::from(at);
+                RiwMr::with_region(dev, *stag, |region| {
+                    region
+                        .filter(|r| r.permits(*stag, *pd, 0, addr, n as u64))
+                        .ok_or(EFAULT)?
+                        .read(addr, now)
+                })?
+            }
             Source::Inline { .. } => {
                 let start = at as usize;
                 now.copy_from_slice(inline.get(start..start + n).ok_or(EINVAL)?);
