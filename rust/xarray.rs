@@ -88,37 +88,36 @@ impl<T: Send + Sync> ArcTable<T> {
         Ok(index)
     }
 
+    /// Runs `f` on the slot at `index` (null if none) inside an RCU read section.
+    #[inline(always)]
+    fn with_slot<R>(&self, index: u32, f: impl FnOnce(*const bindings::riw_xa_slot) -> R) -> R {
+        // One shim call enters the section and looks up: lookups are on the data path.
+        // SAFETY: Initialised by the invariant; the section is left below, after `f`.
+        let slot = unsafe { bindings::riw_xa_load_rcu(self.xa.get(), index.into()) };
+        let result = f(slot.cast());
+        // SAFETY: Leaves the section entered above.
+        unsafe { bindings::riw_rcu_read_unlock() };
+        result
+    }
+
     /// A new reference to the object at `index`, if any (takes no lock).
     pub fn get(&self, index: u32) -> Option<Arc<T>> {
-        // One shim call enters the RCU read section and looks up: lookups are on the data
-        // path.
-        // SAFETY: Initialised by the invariant. A slot found inside the section (left below)
-        // is released, with its reference, only after a grace period that it holds back.
-        unsafe {
-            let slot = bindings::riw_xa_load_rcu(self.xa.get(), index.into())
-                .cast::<bindings::riw_xa_slot>();
-            let found = (!slot.is_null()).then(|| clone_entry::<T>(slot));
-            bindings::riw_rcu_read_unlock();
-            found
-        }
+        self.with_slot(index, |slot| {
+            // SAFETY: A slot found inside the section is released, with its reference,
+            // only after a grace period that the section holds back.
+            (!slot.is_null()).then(|| unsafe { clone_entry::<T>(slot) })
+        })
     }
 
     /// Runs `f` on the object at `index`, if any, borrowed inside an RCU read section:
     /// no reference is taken, so `f` must not sleep (the object may go once the section
     /// ends, which a sleep would let happen).
     pub fn with<R>(&self, index: u32, f: impl FnOnce(Option<&T>) -> R) -> R {
-        // SAFETY: Initialised by the invariant. A slot found inside the section is
-        // released, with the reference that keeps its object alive, only after a grace
-        // period that the section holds back until `f`, which cannot keep the borrow, is
-        // done.
-        unsafe {
-            let slot = bindings::riw_xa_load_rcu(self.xa.get(), index.into())
-                .cast::<bindings::riw_xa_slot>();
-            let found = (!slot.is_null()).then(|| &*(*slot).entry.cast::<T>().cast_const());
-            let result = f(found);
-            bindings::riw_rcu_read_unlock();
-            result
-        }
+        self.with_slot(index, |slot| {
+            // SAFETY: As in `get`, the slot's reference keeps the object alive until the
+            // section ends, after `f`, which cannot keep the borrow.
+            f((!slot.is_null()).then(|| unsafe { &*(*slot).entry.cast::<T>().cast_const() }))
+        })
     }
 
     /// Calls `f` on every object in the table, under the table's lock (so `f` must not

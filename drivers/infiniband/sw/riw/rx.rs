@@ -536,12 +536,7 @@ impl Placer<'_> {
     /// has it: the QP's remote access flags are not checked, and librdmacm leaves them
     /// clear on an active side's QP.)
     fn write_header(&mut self, h: &RxHeader) -> Result<(), RxEnd> {
-        let Placement::Tagged { stag, to } = h.segment.placement else {
-            return Err(violation(
-                TermCause::DDP_TAGGED_INVALID_STAG,
-                "an RDMA Write without a tagged header",
-            ));
-        };
+        let (stag, to) = write_target(h)?;
         // A zero-length Write touches no memory: nothing to check.
         if h.payload_len == 0 {
             return Ok(());
@@ -560,12 +555,7 @@ impl Placer<'_> {
     fn write_whole(&mut self, h: &RxHeader, data: &[u8]) -> Result<(), RxEnd> {
         *self.header = None;
         *self.sink = None;
-        let Placement::Tagged { stag, to } = h.segment.placement else {
-            return Err(violation(
-                TermCause::DDP_TAGGED_INVALID_STAG,
-                "an RDMA Write without a tagged header",
-            ));
-        };
+        let (stag, to) = write_target(h)?;
         let pd = pd_id(self.qp.pd::<RiwDevice>());
         RiwMr::with_region(self.dev, stag, |region| {
             let region = region.ok_or(Denied::Stag)?;
@@ -573,12 +563,7 @@ impl Placer<'_> {
             Ok(region.write(to, data))
         })
         .map_err(|denied: Denied| violation(tagged_cause(denied), denied.what()))?
-        .map_err(|_| {
-            violation(
-                TermCause::DDP_LOCAL_CATASTROPHIC,
-                "placement into memory failed",
-            )
-        })
+        .map_err(placement_failed)
     }
 
     /// Looks up the region `stag` names and checks an access to it.
@@ -848,12 +833,7 @@ impl Placer<'_> {
             return sink
                 .region
                 .write(sink.addr + u64::from(offset), data)
-                .map_err(|_| {
-                    violation(
-                        TermCause::DDP_LOCAL_CATASTROPHIC,
-                        "placement into memory failed",
-                    )
-                });
+                .map_err(placement_failed);
         };
         let Some(m) = self.message.as_mut() else {
             return Ok(());
@@ -936,6 +916,25 @@ impl Placer<'_> {
         }
         result
     }
+}
+
+/// The STag and tagged offset of an RDMA Write segment.
+fn write_target(h: &RxHeader) -> Result<(u32, u64), RxEnd> {
+    match h.segment.placement {
+        Placement::Tagged { stag, to } => Ok((stag, to)),
+        _ => Err(violation(
+            TermCause::DDP_TAGGED_INVALID_STAG,
+            "an RDMA Write without a tagged header",
+        )),
+    }
+}
+
+/// A copy into checked memory that failed.
+fn placement_failed(_: Error) -> RxEnd {
+    violation(
+        TermCause::DDP_LOCAL_CATASTROPHIC,
+        "placement into memory failed",
+    )
 }
 
 /// The Terminate cause of a refused tagged placement (RDMA Write or Read Response).
