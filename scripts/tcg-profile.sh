@@ -4,8 +4,8 @@
 #
 #   scripts/tcg-profile.sh [--tool ib_send_lat] [--size 64] [--drivers "riw siw"]
 #                          [--iterations N] [--trace "FUNCTION..." [--clock]]
-#                          [--tlb BITS] [--jump-cache] [--perf [--callers SYMBOL]]
-#                          [--module FILE.ko] [--out DIR]
+#                          [--tlb BITS] [--jump-cache] [--coherence] [--pages]
+#                          [--perf [--callers SYMBOL]] [--module FILE.ko] [--out DIR]
 #
 # A QEMU TCG plugin (scripts/tcg-profile/plugin.c) counts every block of guest kernel code
 # the guest executes while TOOL runs N and then 3N iterations; the difference, over 2N, is
@@ -16,6 +16,11 @@
 # page-table walk), and --jump-cache, the per-vCPU cache of QEMU 7.2 that every unchained
 # block entry looks up (4096 entries hashed on the PC; a miss searches all translations).
 # Both depend on where code and data lie, so they differ between builds of the same code.
+# --coherence counts the 64-byte lines of guest memory that move between the vCPUs (each a
+# host thread, so a move between host cores): the last column of counts.N, per block.
+# --pages counts the accesses to each page, per vCPU (DIR/pages.N: "vcpu page count
+# first-block module-accesses"): how many pages an iteration keeps hot, each needing an
+# entry of the softmmu TLB.
 # --module profiles that riw.ko instead of the tree's release build.
 # With --trace, the entries of the named kernel or module functions (as /proc/kallsyms spells
 # them, or a part of such a name: every match) are logged with each
@@ -34,7 +39,7 @@ set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 
 tool=ib_send_lat size=64 drivers="riw siw" iterations="" trace="" out="" clock="" perf=""
-tlb="" jump_cache="" module=""
+tlb="" jump_cache="" coherence="" pages="" module=""
 callers=queued_spin_lock_slowpath
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -46,6 +51,8 @@ while [ $# -gt 0 ]; do
 	--clock) clock=1; shift ;;
 	--tlb) tlb=${2:?}; shift 2 ;;
 	--jump-cache) jump_cache=1; shift ;;
+	--coherence) coherence=1; shift ;;
+	--pages) pages=1; shift ;;
 	--perf) perf=1; shift ;;
 	--callers) callers=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
@@ -84,6 +91,8 @@ else
 	args=marker=$marker,out=$out
 	[ -z "$tlb" ] || args=$args,tlb=$tlb
 	[ -z "$jump_cache" ] || args=$args,jmpcache=1
+	[ -z "$coherence" ] || args=$args,coherence=1
+	[ -z "$pages" ] || args=$args,pages=1
 	if [ -n "$trace" ]; then
 		# Module functions have the addresses of the same modules loaded the same way.
 		run_guest -- bash -c 'modprobe riw; modprobe siw; echo 0 >/proc/sys/kernel/kptr_restrict;

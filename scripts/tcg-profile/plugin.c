@@ -14,14 +14,17 @@
  * where instructions differ in cost (atomics, indirect branches, memory accesses).
  *
  * With tlb=BITS, a model of QEMU's softmmu TLB counts the kernel's TLB misses; with
- * jmpcache=1, a model of QEMU's jump cache counts the misses of unchained block entries.
+ * jmpcache=1, a model of QEMU's jump cache counts the misses of unchained block entries;
+ * with coherence=1, a model of the host's caches counts the lines that move between vCPUs;
+ * with pages=1, each page's accesses are counted, per vCPU.
  *
  * Each closed window N leaves DIR/counts.N: one line per block, "vaddr insns execs
- * string-ops divisions atomics accesses lookup tlb-misses jump-misses jump-lookups" (the
- * instructions TCG runs most slowly: an iteration per block, or a helper call; the memory
- * accesses; whether the block's exit looks the next block up; what the models saw, the jump
- * cache's charged to the block entered), and with trace= DIR/trace.N: "vcpu address
- * instructions".
+ * string-ops divisions atomics accesses lookup tlb-misses jump-misses jump-lookups
+ * transfers" (the instructions TCG runs most slowly: an iteration per block, or a helper
+ * call; the memory accesses; whether the block's exit looks the next block up; what the
+ * models saw, the jump cache's charged to the block entered; user code's line transfers
+ * under address 0), with trace= DIR/trace.N: "vcpu address instructions", and with
+ * pages=1 DIR/pages.N: "vcpu page count first-block module-accesses".
  *
  * Declares the few plugin API calls it uses (QEMU_PLUGIN_VERSION 1, QEMU 7.2 and later).
  */
@@ -70,6 +73,11 @@ void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn,
 				      int flags, int rw, void *userdata);
 void qemu_plugin_register_vcpu_mem_inline(struct qemu_plugin_insn *insn, int rw, int op,
 					  void *ptr, uint64_t imm);
+struct qemu_plugin_hwaddr;
+struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(uint32_t info, uint64_t vaddr);
+bool qemu_plugin_hwaddr_is_io(const struct qemu_plugin_hwaddr *haddr);
+uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *haddr);
+bool qemu_plugin_mem_is_store(uint32_t info);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -80,7 +88,7 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define MAX_VCPUS 64
 
 struct block {
-	uint64_t vaddr, insns, execs, accesses, misses, jump_misses, jump_lookups;
+	uint64_t vaddr, insns, execs, accesses, misses, jump_misses, jump_lookups, transfers;
 	unsigned int string_ops, divisions, atomics, lookups;
 	struct block *next;
 };
@@ -123,6 +131,84 @@ struct jump_state {
 	bool looked_up; /* and whether it left by a lookup anyway */
 };
 static struct jump_state *jump_states[MAX_VCPUS];
+
+/*
+ * With coherence=1: which vCPUs hold each 64-byte line of guest RAM (by physical address),
+ * in the way of a host's caches (one writer, or many readers): an access by a vCPU to a line
+ * another vCPU has written since, or a write to a line other vCPUs read, moves the line
+ * between host cores. Under MTTCG each vCPU is a host thread, and those moves cost the
+ * emulation what they cost native code, which instruction counts do not show. User code's
+ * moves are charged to one block at address 0.
+ */
+#define COHERENCE_LINES (1ull << 26) /* 4 GiB of physical addresses */
+#define LINE_MODIFIED 0x80
+static uint8_t *line_state;
+static struct block *user_block;
+
+/*
+ * With pages=1: how often each page (by virtual address, user and kernel) is accessed,
+ * per vCPU, for the hot pages of an iteration: each needs an entry in QEMU's softmmu TLB,
+ * direct mapped, where more pages conflict more.
+ */
+#define PAGE_SLOTS (1u << 20)
+#define MODULES_START 0xffffffffa0000000ull
+struct page_count {
+	uint64_t page, count, first_pc, module_count;
+};
+static bool count_pages;
+static struct page_count *page_tables[MAX_VCPUS];
+
+static void on_page_access(unsigned int vcpu, uint32_t info, uint64_t vaddr, void *pc)
+{
+	struct page_count *t = page_tables[vcpu % MAX_VCPUS];
+	uint64_t page = (vaddr >> 12) | 1ull << 63;
+	uint32_t h = (uint32_t)((page * 0x9e3779b97f4a7c15ull) >> 44);
+
+	if (!t && !(t = page_tables[vcpu % MAX_VCPUS] = calloc(PAGE_SLOTS, sizeof(*t))))
+		abort();
+	for (;; h = (h + 1) & (PAGE_SLOTS - 1)) {
+		if (t[h].page == page) {
+			if (!t[h].count++)
+				t[h].first_pc = (uintptr_t)pc;
+			t[h].module_count += (uintptr_t)pc >= MODULES_START;
+			return;
+		}
+		if (!t[h].page) {
+			t[h].page = page;
+			t[h].count = 1;
+			t[h].first_pc = (uintptr_t)pc;
+			t[h].module_count = (uintptr_t)pc >= MODULES_START;
+			return;
+		}
+	}
+}
+
+static void on_coherent_access(unsigned int vcpu, uint32_t info, uint64_t vaddr, void *block)
+{
+	struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+	uint64_t line;
+	uint8_t me = 1u << (vcpu % 7), st, next;
+
+	if (!hw || qemu_plugin_hwaddr_is_io(hw))
+		return;
+	line = qemu_plugin_hwaddr_phys_addr(hw) >> 6;
+	if (line >= COHERENCE_LINES)
+		return;
+	st = __atomic_load_n(&line_state[line], __ATOMIC_RELAXED);
+	if (qemu_plugin_mem_is_store(info)) {
+		next = LINE_MODIFIED | me;
+		if ((st & 0x7f) & ~me)
+			((struct block *)block)->transfers++;
+	} else {
+		if ((st & LINE_MODIFIED) && !(st & me))
+			((struct block *)block)->transfers++;
+		next = (st & 0x7f) | me;
+		if (st & me)
+			next = st;
+	}
+	if (next != st)
+		__atomic_store_n(&line_state[line], next, __ATOMIC_RELAXED);
+}
 
 static unsigned int jump_hash(uint64_t pc)
 {
@@ -265,12 +351,28 @@ static void dump(unsigned int n)
 		for (struct block *b = blocks[i]; b; b = b->next)
 			if (b->execs)
 				fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %u %u %u %" PRIu64
-					" %u %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", b->vaddr,
-					b->insns, b->execs, b->string_ops, b->divisions,
-					b->atomics, b->accesses, b->lookups, b->misses,
-					b->jump_misses, b->jump_lookups);
+					" %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+					b->vaddr, b->insns, b->execs, b->string_ops,
+					b->divisions, b->atomics, b->accesses, b->lookups,
+					b->misses, b->jump_misses, b->jump_lookups,
+					b->transfers);
 	if (f)
 		fclose(f);
+	if (count_pages) {
+		snprintf(path, sizeof(path), "%s/pages.%u", outdir, n);
+		f = fopen(path, "w");
+		for (unsigned int v = 0; f && v < MAX_VCPUS; v++)
+			for (size_t i = 0; page_tables[v] && i < PAGE_SLOTS; i++)
+				if (page_tables[v][i].count)
+					fprintf(f, "%u %" PRIx64 " %" PRIu64 " %" PRIx64
+						" %" PRIu64 "\n", v,
+						page_tables[v][i].page << 12,
+						page_tables[v][i].count,
+						page_tables[v][i].first_pc,
+						page_tables[v][i].module_count);
+		if (f)
+			fclose(f);
+	}
 	if (!records)
 		return;
 	snprintf(path, sizeof(path), "%s/trace.%u", outdir, n);
@@ -290,10 +392,15 @@ static void on_marker(unsigned int vcpu, void *unused)
 		for (size_t i = 0; i < BUCKETS; i++)
 			for (struct block *b = blocks[i]; b; b = b->next) {
 				b->execs = b->accesses = b->misses = 0;
-				b->jump_misses = b->jump_lookups = 0;
+				b->jump_misses = b->jump_lookups = b->transfers = 0;
 			}
 		__atomic_store_n(&nrecords, 0, __ATOMIC_RELAXED);
+		for (unsigned int v = 0; v < MAX_VCPUS; v++)
+			for (size_t i = 0; page_tables[v] && i < PAGE_SLOTS; i++)
+				page_tables[v][i].count = page_tables[v][i].module_count = 0;
 	} else {
+		if (user_block)
+			user_block->execs = 1;
 		dump(window / 2);
 	}
 	pthread_mutex_unlock(&lock);
@@ -342,7 +449,17 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	uint64_t insns = qemu_plugin_tb_n_insns(tb);
 	struct block *b;
 
+	if (count_pages && !clock_mode)
+		for (size_t i = 0; i < insns; i++)
+			qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i),
+							 on_page_access, 0, 3,
+							 (void *)(uintptr_t)vaddr);
 	if (vaddr < KERNEL_START) {
+		if (line_state && !clock_mode)
+			for (size_t i = 0; i < insns; i++)
+				qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i),
+								 on_coherent_access, 0, 3,
+								 user_block);
 		/* User code is not counted, but shares the jump cache. */
 		if (jump_cache && !clock_mode) {
 			b = calloc(1, sizeof(*b));
@@ -372,6 +489,9 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 			if (tlb_bits)
 				qemu_plugin_register_vcpu_mem_cb(insn, on_access, 0 /* no regs */,
 								 3, b);
+			if (line_state)
+				qemu_plugin_register_vcpu_mem_cb(insn, on_coherent_access, 0,
+								 3, b);
 		}
 		/* Ahead of a traced entry's log, which reads the count it keeps. */
 		if (records)
@@ -391,6 +511,13 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 		} else if (!strncmp(argv[i], "tlb=", 4)) {
 			tlb_bits = strtoul(argv[i] + 4, NULL, 10);
 			if (tlb_bits < 1 || tlb_bits > 22)
+				return -1;
+		} else if (!strcmp(argv[i], "pages=1")) {
+			count_pages = true;
+		} else if (!strcmp(argv[i], "coherence=1")) {
+			line_state = calloc(COHERENCE_LINES, 1);
+			user_block = block_of(0, 0);
+			if (!line_state)
 				return -1;
 		} else if (!strcmp(argv[i], "jmpcache=1")) {
 			jump_cache = true;
