@@ -433,13 +433,18 @@ void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *s
 	return data;
 }
 
+static size_t riw_sock_readable(struct sock *sk)
+{
+	return max(tcp_inq(sk), 0);
+}
+
 /*
  * Callbacks read sk_user_data under RCU rather than sk_callback_lock: they run from
  * softirq and from the socket's backlog processing, under socket locks, and lockdep
  * finds the callback lock taken there in an order the TCP stack's own use conflicts with
  * (inet_csk_listen_stop takes it under the socket spinlock).
  */
-void *riw_sock_callback_begin(struct sock *sk, bool *locked)
+void *riw_sock_callback_begin(struct sock *sk, bool *locked, size_t *readable)
 {
 	/*
 	 * Whether this context holds the socket's lock: TCP calls the callbacks in softirq
@@ -447,6 +452,9 @@ void *riw_sock_callback_begin(struct sock *sk, bool *locked)
 	 * itself when it processes the socket's backlog in release_sock().
 	 */
 	*locked = !sock_owned_by_user_nocheck(sk) || in_task();
+	/* For data-ready, what it may read: a call of its own was two more block lookups. */
+	if (readable)
+		*readable = *locked ? riw_sock_readable(sk) : 0;
 	rcu_read_lock();
 	return __rcu_dereference_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
 }
@@ -508,11 +516,19 @@ static size_t riw_read_run(struct riw_sock_reader *reader, const u8 *data, size_
  * linear part, each page of each fragment, then the skbs of the fragment list, each page
  * mapped with kmap_local_page() for its run. Returns the bytes taken.
  */
-static size_t riw_skb_walk(struct riw_sock_reader *reader, const struct sk_buff *skb,
-			   unsigned int offset, size_t len, bool *stopped)
+static size_t riw_skb_walk_frag_list(struct riw_sock_reader *reader,
+				     const struct sk_buff *skb, unsigned int offset, size_t len,
+				     unsigned int pos, bool *stopped);
+
+/*
+ * Inlined into the read actor, which saves a call on every read; the skbs of a fragment
+ * list, rare, recurse through riw_skb_walk_frag_list().
+ */
+static __always_inline size_t riw_skb_walk(struct riw_sock_reader *reader,
+					   const struct sk_buff *skb, unsigned int offset,
+					   size_t len, bool *stopped)
 {
 	unsigned int pos = skb_headlen(skb);
-	const struct sk_buff *frag_iter;
 	size_t taken = 0, used;
 	int i;
 
@@ -543,6 +559,19 @@ static size_t riw_skb_walk(struct riw_sock_reader *reader, const struct sk_buff 
 		}
 		pos += size;
 	}
+	if (skb_has_frag_list(skb) && len && !*stopped)
+		taken += riw_skb_walk_frag_list(reader, skb, offset, len, pos, stopped);
+	return taken;
+}
+
+/* The rest of riw_skb_walk(): from `pos`, where the fragment list begins. */
+static noinline size_t riw_skb_walk_frag_list(struct riw_sock_reader *reader,
+					      const struct sk_buff *skb, unsigned int offset,
+					      size_t len, unsigned int pos, bool *stopped)
+{
+	const struct sk_buff *frag_iter;
+	size_t taken = 0, used;
+
 	skb_walk_frags(skb, frag_iter) {
 		if (!len || *stopped)
 			break;
@@ -576,11 +605,6 @@ static int riw_sock_read_actor(read_descriptor_t *desc, struct sk_buff *skb,
 	return taken;
 }
 
-size_t riw_sock_readable(struct sock *sk)
-{
-	return max(tcp_inq(sk), 0);
-}
-
 /*
  * Nothing to read and nothing else to find by reading: no bytes, no end of stream, no
  * error. The fields are read as tcp_poll() reads them, so the socket's lock is not needed;
@@ -594,7 +618,7 @@ bool riw_sock_nothing_to_read(struct sock *sk)
 	       !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) && !READ_ONCE(sk->sk_err);
 }
 
-int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx)
+int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx, bool *drained)
 {
 	struct riw_sock_reader reader = { .fn = fn, .ctx = ctx };
 	read_descriptor_t desc = { .count = 1, .arg.data = &reader };
@@ -608,6 +632,7 @@ int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx)
 				  skb_queue_empty(&sk->sk_receive_queue)))
 			ret = -EAGAIN;
 	}
+	*drained = riw_sock_nothing_to_read(sk);
 	return ret;
 }
 

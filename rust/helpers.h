@@ -96,7 +96,7 @@ int riw_sock_create(struct net_device *ndev, int family, struct socket **res);
 void riw_sock_install(struct socket *sock, void *data, const struct riw_sock_callbacks *cb,
 		      struct riw_sock_callbacks *saved);
 void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *saved);
-void *riw_sock_callback_begin(struct sock *sk, bool *locked);
+void *riw_sock_callback_begin(struct sock *sk, bool *locked, size_t *readable);
 void riw_sock_callback_end(struct sock *sk);
 int riw_sock_state(struct sock *sk);
 int riw_sock_error(struct socket *sock);
@@ -106,8 +106,7 @@ int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more);
  * used; fewer than `len` stops the read there.
  */
 typedef size_t (*riw_sock_chunk_fn)(void *ctx, const u8 *data, size_t len);
-int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx);
-size_t riw_sock_readable(struct sock *sk);
+int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx, bool *drained);
 bool riw_sock_nothing_to_read(struct sock *sk);
 void riw_sock_lock(struct socket *sock);
 void riw_sock_unlock(struct socket *sock);

@@ -210,8 +210,9 @@ pub trait SocketHandler: Send + Sync + 'static {
     /// may read it: in softirq under the socket's spinlock, or in the task that owns the
     /// socket as it processes the socket's backlog (`release_sock`; that task may be
     /// anywhere in the handler's own code that sends or locks the socket, so this must
-    /// not wait for anything held there). By default, the event goes to `socket_event`.
-    fn data_ready(this: &Arc<Self>, sock: Option<&LockedSocket<'_>>) {
+    /// not wait for anything held there); with it, the bytes received and not read yet.
+    /// By default, the event goes to `socket_event`.
+    fn data_ready(this: &Arc<Self>, sock: Option<(&LockedSocket<'_>, usize)>) {
         let _ = sock;
         Self::socket_event(this, SocketEvent::DataReady);
     }
@@ -230,35 +231,27 @@ pub struct LockedSocket<'a> {
 }
 
 impl LockedSocket<'_> {
-    /// The bytes received and not read yet.
-    pub fn readable(&self) -> usize {
-        // SAFETY: A live, locked TCP socket (type invariant).
-        unsafe { bindings::riw_sock_readable(self.sk) }
-    }
-
-    /// Whether a read now would only find nothing there yet: no bytes, no end of
-    /// stream, no error.
-    pub fn drained(&self) -> bool {
-        // SAFETY: A live TCP socket (type invariant).
-        unsafe { bindings::riw_sock_nothing_to_read(self.sk) }
-    }
-
     /// Reads what is there in place, without blocking: hands each contiguous run of
     /// received bytes, straight from the socket's buffers, to `reader`, which returns how
     /// many it used; using fewer stops the read there, the rest staying for the next one.
-    /// Returns the bytes used: 0 at end of stream (unless `reader` stopped at once),
-    /// EAGAIN if nothing is there yet. `reader` runs under the socket's lock, and in
-    /// softirq context from a callback: it must not sleep, nor use the socket.
-    pub fn read_in_place<F: FnMut(&[u8]) -> usize>(&self, reader: &mut F) -> Result<usize> {
+    /// Returns the bytes used (0 at end of stream, unless `reader` stopped at once;
+    /// EAGAIN if nothing is there yet), and whether a read now would only find nothing
+    /// there yet (no bytes, no end of stream, no error), which saves that read. `reader`
+    /// runs under the socket's lock, and in softirq context from a callback: it must not
+    /// sleep, nor use the socket.
+    pub fn read_in_place<F: FnMut(&[u8]) -> usize>(&self, reader: &mut F) -> (Result<usize>, bool) {
         let ctx = core::ptr::from_mut(reader).cast::<c_void>();
+        let mut drained = false;
         // SAFETY: A live, locked TCP socket (type invariant); `ctx` points to `reader`,
         // alive and not otherwise used for the call, which is the only time
-        // `read_chunk::<F>` runs with it.
-        let ret = unsafe { bindings::riw_sock_read_locked(self.sk, Some(read_chunk::<F>), ctx) };
+        // `read_chunk::<F>` runs with it; `drained` is a local.
+        let ret = unsafe {
+            bindings::riw_sock_read_locked(self.sk, Some(read_chunk::<F>), ctx, &mut drained)
+        };
         if ret < 0 {
-            return Err(Error::from_errno(ret));
+            return (Err(Error::from_errno(ret)), drained);
         }
-        Ok(ret as usize)
+        (Ok(ret as usize), drained)
     }
 }
 
@@ -349,15 +342,21 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
 
     /// Runs `call` with the handler bound to `sk`, if any (and, for `LISTENER`, if `sk` is
     /// listening), and whether this context holds the socket's lock (see
-    /// `riw_sock_callback_begin`).
+    /// `riw_sock_callback_begin`); with `readable` not NULL, first stores there the bytes
+    /// the socket holds to read, if this context holds its lock.
     ///
     /// # Safety
     ///
-    /// Called by the socket layer on a live `sk`.
-    unsafe fn dispatch(sk: *mut bindings::sock, call: impl FnOnce(&Arc<H>, bool)) {
+    /// Called by the socket layer on a live `sk`; `readable` is NULL or valid for a write.
+    unsafe fn dispatch(
+        sk: *mut bindings::sock,
+        readable: *mut usize,
+        call: impl FnOnce(&Arc<H>, bool),
+    ) {
         let mut locked = false;
-        // SAFETY: `sk` is live; the RCU read section is entered here and left below.
-        let data = unsafe { bindings::riw_sock_callback_begin(sk, &mut locked) };
+        // SAFETY: `sk` is live; `readable` is NULL or valid for a write; the RCU read
+        // section is entered here and left below.
+        let data = unsafe { bindings::riw_sock_callback_begin(sk, &mut locked, readable) };
         // SAFETY: As above.
         let ours = !LISTENER || unsafe { bindings::riw_sock_state(sk) } == TCP_LISTEN;
         if !data.is_null() && ours {
@@ -376,7 +375,9 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
         if LISTENER {
             // SAFETY: Called by the socket layer on a live socket.
             return unsafe {
-                Self::dispatch(sk, |h, _| H::socket_event(h, SocketEvent::DataReady))
+                Self::dispatch(sk, core::ptr::null_mut(), |h, _| {
+                    H::socket_event(h, SocketEvent::DataReady)
+                })
             };
         }
         // INVARIANT: Handed out only where `dispatch` found that this context holds the
@@ -385,18 +386,31 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
             sk,
             _locked: PhantomData,
         };
-        // SAFETY: As above.
-        unsafe { Self::dispatch(sk, |h, is_locked| H::data_ready(h, is_locked.then_some(&locked))) }
+        let mut readable = 0;
+        // SAFETY: As above; `readable` is a local, stored to before `call` runs.
+        unsafe {
+            Self::dispatch(sk, &mut readable, |h, is_locked| {
+                H::data_ready(h, is_locked.then_some((&locked, readable)))
+            })
+        }
     }
 
     unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
         // SAFETY: As above.
-        unsafe { Self::dispatch(sk, |h, _| H::socket_event(h, SocketEvent::StateChange)) }
+        unsafe {
+            Self::dispatch(sk, core::ptr::null_mut(), |h, _| {
+                H::socket_event(h, SocketEvent::StateChange)
+            })
+        }
     }
 
     unsafe extern "C" fn write_space(sk: *mut bindings::sock) {
         // SAFETY: As above.
-        unsafe { Self::dispatch(sk, |h, _| H::socket_event(h, SocketEvent::WriteSpace)) }
+        unsafe {
+            Self::dispatch(sk, core::ptr::null_mut(), |h, _| {
+                H::socket_event(h, SocketEvent::WriteSpace)
+            })
+        }
     }
 }
 

@@ -326,8 +326,8 @@ impl SocketHandler for Endpoint {
         this.kick();
     }
 
-    fn data_ready(this: &Arc<Self>, sock: Option<&LockedSocket<'_>>) {
-        if !sock.is_some_and(|sock| this.receive_now(sock)) {
+    fn data_ready(this: &Arc<Self>, sock: Option<(&LockedSocket<'_>, usize)>) {
+        if !sock.is_some_and(|(sock, readable)| this.receive_now(sock, readable)) {
             this.kick();
         }
     }
@@ -957,8 +957,8 @@ impl Endpoint {
     /// received yet, the connection must end, more data waits, or the sender has
     /// something to do (a Read to answer, work a Read held back, the ready-to-receive
     /// message came).
-    fn receive_now(self: &Arc<Self>, sock: &LockedSocket<'_>) -> bool {
-        if sock.readable() > CALLBACK_MAX_BYTES {
+    fn receive_now(self: &Arc<Self>, sock: &LockedSocket<'_>, readable: usize) -> bool {
+        if readable > CALLBACK_MAX_BYTES {
             return false;
         }
         let mut inbound = self.inbound.lock();

@@ -376,7 +376,7 @@ impl Receiver {
         // Then the socket's own buffers: payload goes from them straight to its target.
         loop {
             let mut stop = None;
-            let read = sock.read_in_place(&mut |chunk| {
+            let (read, drained) = sock.read_in_place(&mut |chunk| {
                 if stop.is_some() {
                     return 0;
                 }
@@ -390,7 +390,7 @@ impl Receiver {
             match read {
                 Ok(0) => return RxEnd::Eof,
                 // Saves a second read (and its clock reading) on every message.
-                Ok(_) if sock.drained() => return RxEnd::Idle,
+                Ok(_) if drained => return RxEnd::Idle,
                 Ok(_) => {}
                 Err(e) if e == EAGAIN => return RxEnd::Idle,
                 Err(e) => return RxEnd::SocketError(e),
@@ -411,6 +411,9 @@ struct FpduInput<'a> {
 
 impl FpduInput<'_> {
     /// Parses and places `input`: the bytes used, and why receiving stops, if it does.
+    /// Inlined into the socket's read callback: a call per read costs TCG two block
+    /// lookups.
+    #[inline(always)]
     fn feed(&mut self, input: &[u8]) -> (usize, Option<RxEnd>) {
         let mut used = 0;
         while used < input.len() {
