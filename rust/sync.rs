@@ -4,6 +4,10 @@
 //! consumers post work requests and poll from softirq context (a CQ polled with
 //! `IB_POLL_SOFTIRQ` whose handler posts again): state they reach there must not be held
 //! by process context that a softirq can interrupt on the same CPU.
+//!
+//! And the kernel's mutex, locked from here: the kernel crate's backend functions are not
+//! inlined into a module, so each lock and unlock through them is one more call and return
+//! (the doorbell takes the connection's mutex for every message).
 
 use kernel::sync::lock::{Backend, Lock};
 
@@ -103,4 +107,52 @@ unsafe fn raw_lock(ptr: *mut kernel::bindings::spinlock_t) {
 unsafe fn raw_unlock(ptr: *mut kernel::bindings::spinlock_t) {
     // SAFETY: The caller holds the lock, taken with softirqs off.
     unsafe { super::bindings::riw_spin_unlock_bh(ptr.cast()) }
+}
+
+/// A mutex (`struct mutex`), as [`kernel::sync::Mutex`].
+pub type Mutex<T> = Lock<T, MutexBackend>;
+
+/// Creates a [`Mutex`] initialiser with the given name and a new lock class.
+macro_rules! new_mutex {
+    ($inner:expr, $name:literal $(,)?) => {
+        $crate::kernel_ext::sync::Mutex::new(
+            $inner,
+            kernel::c_str!($name),
+            kernel::static_lock_class!(),
+        )
+    };
+}
+pub(crate) use new_mutex;
+
+/// The `struct mutex` backend of [`Mutex`].
+pub struct MutexBackend;
+
+// SAFETY: A kernel `struct mutex` gives mutual exclusion, to the task that locked it until
+// it unlocks; `relock` uses the default, which locks the same way.
+unsafe impl Backend for MutexBackend {
+    type State = kernel::bindings::mutex;
+    type GuardState = ();
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
+        // SAFETY: The caller guarantees `ptr` is valid for writes and `name` and `key` for
+        // reads for good.
+        unsafe { kernel::bindings::__mutex_init(ptr, name, key) }
+    }
+
+    #[inline]
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: The caller guarantees `ptr` is an initialised mutex, and that this task
+        // may sleep.
+        unsafe { kernel::bindings::mutex_lock(ptr) }
+    }
+
+    #[inline]
+    unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
+        // SAFETY: The caller owns the mutex, locked by `lock`.
+        unsafe { kernel::bindings::mutex_unlock(ptr) }
+    }
 }

@@ -25,7 +25,7 @@ use crate::kernel_ext::socket::{
     ratelimit, LockedSocket, SocketAddr, SocketEvent, SocketHandler, TcpListener, TcpState,
     TcpStream, ZeroCopyOwner,
 };
-use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::kernel_ext::sync::{new_mutex, new_spinlock_bh, Mutex, SpinLockBh};
 use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
 use crate::proto::mpa::{
     MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_IRD_ORD, MPA_MAX_PRIVATE_DATA,
@@ -41,7 +41,7 @@ use crate::tx::{Sender, TxEnd, Wake};
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::sync::Arc;
 
 /// How long a peer may take to complete the TCP and MPA exchange.
 const MPA_TIMEOUT_MS: u32 = 10_000;

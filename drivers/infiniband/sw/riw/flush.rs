@@ -7,10 +7,11 @@
 
 use crate::device::RiwDevice;
 use crate::kernel_ext::rdma::{Qp, QpRef};
+use crate::kernel_ext::sync::{new_mutex, Mutex};
 use crate::kernel_ext::workqueue::{msecs_to_jiffies, DelayedWork, DelayedWorkItem, Queue};
 use crate::qp::RiwQp;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::sync::Arc;
 
 /// How often QPs in ERROR are looked at.
 const PERIOD_MS: u32 = 100;
