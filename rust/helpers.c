@@ -7,6 +7,7 @@
 #include <linux/scatterlist.h>
 #include <net/tcp.h>
 #include <linux/moduleparam.h>
+#include <linux/percpu.h>
 
 /* Module parameters (rust/params.rs reads them). */
 static bool mpa_crc_required;
@@ -764,6 +765,104 @@ bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw
 			    unsigned long delay)
 {
 	return queue_delayed_work_on(riw_work_cpu(), wq, dwork, delay);
+}
+
+/*
+ * The scope each CPU's running task holds, if any. `task` is read alone first: only the
+ * task named there, running on this CPU and interrupted (or calling), may use `scope`,
+ * which lives on that task's stack until it leaves the scope with riw_defer_end().
+ */
+struct riw_defer_slot {
+	struct task_struct *task;
+	struct riw_defer_scope *scope;
+};
+
+static DEFINE_PER_CPU(struct riw_defer_slot, riw_defer_slots);
+
+/*
+ * Opens `scope` for items of `key` on this CPU, unless another task holds its slot (one
+ * that sleeps or was preempted inside its own scope): then the scope stays closed and
+ * takes nothing.
+ */
+void riw_defer_begin(struct riw_defer_scope *scope, const void *key)
+{
+	struct riw_defer_slot *slot;
+	unsigned long flags;
+
+	scope->key = key;
+	scope->task = current;
+	scope->head = 0;
+	scope->tail = 0;
+	local_irq_save(flags);
+	slot = this_cpu_ptr(&riw_defer_slots);
+	if (slot->task) {
+		scope->cpu = -1;
+	} else {
+		scope->cpu = smp_processor_id();
+		slot->scope = scope;
+		WRITE_ONCE(slot->task, current);
+	}
+	local_irq_restore(flags);
+}
+
+/*
+ * Hands `item` to the scope of `key` the task running here is in: false if it is in none,
+ * or in one of another key, or the scope is full.
+ */
+bool riw_defer_add(const void *key, void *item)
+{
+	struct riw_defer_slot *slot;
+	struct riw_defer_scope *scope;
+	unsigned long flags;
+	bool added = false;
+
+	local_irq_save(flags);
+	slot = this_cpu_ptr(&riw_defer_slots);
+	if (READ_ONCE(slot->task) == current) {
+		scope = slot->scope;
+		if (scope->key == key && scope->tail - scope->head < RIW_DEFER_ITEMS) {
+			scope->items[scope->tail++ % RIW_DEFER_ITEMS] = item;
+			added = true;
+		}
+	}
+	local_irq_restore(flags);
+	return added;
+}
+
+/* The oldest item handed to `scope`, or NULL. */
+void *riw_defer_take(struct riw_defer_scope *scope)
+{
+	unsigned long flags;
+	void *item = NULL;
+
+	local_irq_save(flags);
+	if (scope->head != scope->tail)
+		item = scope->items[scope->head++ % RIW_DEFER_ITEMS];
+	local_irq_restore(flags);
+	return item;
+}
+
+/*
+ * Closes `scope`, from whichever CPU the task now runs on; it takes nothing more, and
+ * what it holds is left for riw_defer_take().
+ */
+void riw_defer_end(struct riw_defer_scope *scope)
+{
+	struct riw_defer_slot *slot;
+	unsigned long flags;
+
+	if (scope->cpu < 0)
+		return;
+	slot = per_cpu_ptr(&riw_defer_slots, scope->cpu);
+	/*
+	 * Adders on that CPU compare `task` with their current task first; while this task
+	 * runs elsewhere they never match, and on that CPU interrupts are off here.
+	 */
+	local_irq_save(flags);
+	WRITE_ONCE(slot->task, NULL);
+	slot->scope = NULL;
+	local_irq_restore(flags);
+	scope->cpu = -1;
 }
 
 unsigned long riw_msecs_to_jiffies(unsigned int ms)

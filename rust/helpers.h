@@ -131,6 +131,27 @@ unsigned long riw_msecs_to_jiffies(unsigned int ms);
 unsigned long riw_jiffies(void);
 void riw_init_completion(struct completion *done);
 
+/*
+ * Work handed to the task running on this CPU: while a task is inside a scope, code that
+ * runs on its CPU in its name (a softirq it raised, a socket backlog it processes) may
+ * hand it up to RIW_DEFER_ITEMS items of the scope's key, which it takes before it leaves.
+ */
+#define RIW_DEFER_ITEMS 4
+
+struct riw_defer_scope {
+	const void *key;
+	struct task_struct *task;
+	int cpu;
+	unsigned int head;
+	unsigned int tail;
+	void *items[RIW_DEFER_ITEMS];
+};
+
+void riw_defer_begin(struct riw_defer_scope *scope, const void *key);
+bool riw_defer_add(const void *key, void *item);
+void *riw_defer_take(struct riw_defer_scope *scope);
+void riw_defer_end(struct riw_defer_scope *scope);
+
 /* Copies into pinned user memory. */
 int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len);
 int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc);
