@@ -220,14 +220,15 @@ impl Inbound {
     /// Receives and places what the socket holds, up to `budget` FPDUs; `Idle` if
     /// FPDUs are not received (yet, or any more). `wake_sender` runs as soon as the
     /// sender has something to do (a Read Request to answer, work a Read held back), so
-    /// that it starts while the rest is received.
+    /// that it starts while the rest is received; it gets the bytes to send (a Read
+    /// Response's), `u32::MAX` if not known.
     #[inline(always)]
     pub(crate) fn receive(
         &mut self,
         sock: &LockedSocket<'_>,
         dev: &Device<RiwDevice>,
         budget: u32,
-        wake_sender: &dyn Fn(),
+        wake_sender: &dyn Fn(u32),
     ) -> RxEnd {
         let Self { rx, reads, qp, .. } = self;
         match qp.as_ref() {
@@ -327,7 +328,7 @@ impl Receiver {
         qp: &Qp<RiwDevice>,
         reads: &mut Reads,
         budget: u32,
-        wake_sender: &dyn Fn(),
+        wake_sender: &dyn Fn(u32),
     ) -> RxEnd {
         let Self {
             input: mpa_input,
@@ -466,7 +467,7 @@ struct Placer<'a> {
     dev: &'a Device<RiwDevice>,
     qp: &'a Qp<RiwDevice>,
     reads: &'a mut Reads,
-    wake_sender: &'a dyn Fn(),
+    wake_sender: &'a dyn Fn(u32),
     header: &'a mut Option<RxHeader>,
     message: &'a mut Option<Message>,
     targets: &'a mut [Target; uapi::SIW_MAX_SGE as usize],
@@ -631,7 +632,7 @@ impl Placer<'_> {
                 "no memory for a Read Request",
             )
         })?;
-        (self.wake_sender)();
+        (self.wake_sender)(rr.size);
         Ok(())
     }
 
@@ -886,7 +887,7 @@ impl Placer<'_> {
             }
             self.reads.read_done(self.qp);
             if self.reads.sender_wanted() {
-                (self.wake_sender)();
+                (self.wake_sender)(u32::MAX);
             }
             return Ok(());
         }
