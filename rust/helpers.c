@@ -795,7 +795,8 @@ void riw_defer_begin(struct riw_defer_scope *scope, const void *key)
 	scope->tail = 0;
 	local_irq_save(flags);
 	slot = this_cpu_ptr(&riw_defer_slots);
-	if (slot->task) {
+	/* Pairs with the release in riw_defer_end(), which may run on another CPU. */
+	if (smp_load_acquire(&slot->task)) {
 		scope->cpu = -1;
 	} else {
 		scope->cpu = smp_processor_id();
@@ -856,11 +857,13 @@ void riw_defer_end(struct riw_defer_scope *scope)
 	slot = per_cpu_ptr(&riw_defer_slots, scope->cpu);
 	/*
 	 * Adders on that CPU compare `task` with their current task first; while this task
-	 * runs elsewhere they never match, and on that CPU interrupts are off here.
+	 * runs elsewhere they never match, and on that CPU interrupts are off here. The slot
+	 * is free once `task` is NULL, so `scope` is cleared first: a task that takes the
+	 * slot then, on that CPU, writes after us.
 	 */
 	local_irq_save(flags);
-	WRITE_ONCE(slot->task, NULL);
 	slot->scope = NULL;
+	smp_store_release(&slot->task, NULL);
 	local_irq_restore(flags);
 	scope->cpu = -1;
 }
