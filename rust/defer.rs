@@ -65,28 +65,22 @@ impl<T: Send + Sync> DeferKey<T> {
         // kernel does not unwind).
         unsafe { bindings::riw_defer_begin(raw, self.id()) };
         body();
-        let mut runs = 0;
-        let mut closed = false;
-        loop {
-            if runs == max_runs && !closed {
-                // SAFETY: Opened above; closed once.
-                unsafe { bindings::riw_defer_end(raw) };
-                closed = true;
-            }
+        let take = || {
             // SAFETY: Initialised by `riw_defer_begin`; taking works open or closed.
             let item = unsafe { bindings::riw_defer_take(raw) };
-            if item.is_null() {
-                if closed {
-                    break;
-                }
-                // SAFETY: Opened above; closed once. What came meanwhile is taken after.
-                unsafe { bindings::riw_defer_end(raw) };
-                closed = true;
-                continue;
-            }
             // SAFETY: Items of this key's scopes are `Arc<T>` pointers from `defer`, whose
             // references the scope held and now passes on.
-            let item = unsafe { Arc::from_raw(item.cast::<T>().cast_const()) };
+            (!item.is_null()).then(|| unsafe { Arc::from_raw(item.cast::<T>().cast_const()) })
+        };
+        let mut runs = 0;
+        while runs < max_runs {
+            let Some(item) = take() else { break };
+            runs += 1;
+            run(item);
+        }
+        // SAFETY: Opened above, closed once; what came meanwhile is taken below.
+        unsafe { bindings::riw_defer_end(raw) };
+        while let Some(item) = take() {
             if runs < max_runs {
                 runs += 1;
                 run(item);

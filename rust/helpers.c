@@ -790,7 +790,6 @@ void riw_defer_begin(struct riw_defer_scope *scope, const void *key)
 	unsigned long flags;
 
 	scope->key = key;
-	scope->task = current;
 	scope->head = 0;
 	scope->tail = 0;
 	local_irq_save(flags);

@@ -140,7 +140,6 @@ void riw_init_completion(struct completion *done);
 
 struct riw_defer_scope {
 	const void *key;
-	struct task_struct *task;
 	int cpu;
 	unsigned int head;
 	unsigned int tail;
