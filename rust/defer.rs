@@ -61,30 +61,28 @@ impl<T: Send + Sync> DeferKey<T> {
         let mut scope = MaybeUninit::<bindings::riw_defer_scope>::uninit();
         let raw = scope.as_mut_ptr();
         // SAFETY: `raw` is valid for writes and stays in place (it is not moved) until
-        // `riw_defer_end` below closes the scope; nothing between can return early (the
-        // kernel does not unwind).
+        // the loop below ends, which is only once a take found the scope empty and closed
+        // it; nothing between can return early (the kernel does not unwind).
         unsafe { bindings::riw_defer_begin(raw, self.id()) };
         body();
         let take = || {
-            // SAFETY: Initialised by `riw_defer_begin`; taking works open or closed.
+            // SAFETY: Initialised by `riw_defer_begin`; taking works open or closed, and
+            // closes the scope once it finds it empty.
             let item = unsafe { bindings::riw_defer_take(raw) };
             // SAFETY: Items of this key's scopes are `Arc<T>` pointers from `defer`, whose
             // references the scope held and now passes on.
             (!item.is_null()).then(|| unsafe { Arc::from_raw(item.cast::<T>().cast_const()) })
         };
         let mut runs = 0;
-        while runs < max_runs {
-            let Some(item) = take() else { break };
-            runs += 1;
-            run(item);
-        }
-        // SAFETY: Opened above, closed once; what came meanwhile is taken below.
-        unsafe { bindings::riw_defer_end(raw) };
+        // Ends with the scope closed: `take` closes it when it comes back empty.
         while let Some(item) = take() {
             if runs < max_runs {
                 runs += 1;
                 run(item);
             } else {
+                // SAFETY: Opened above; closing twice is harmless. What came before is
+                // still taken.
+                unsafe { bindings::riw_defer_end(raw) };
                 overflow(item);
             }
         }

@@ -829,27 +829,13 @@ bool riw_defer_add(const void *key, void *item)
 	return added;
 }
 
-/* The oldest item handed to `scope`, or NULL. */
-void *riw_defer_take(struct riw_defer_scope *scope)
-{
-	unsigned long flags;
-	void *item = NULL;
-
-	local_irq_save(flags);
-	if (scope->head != scope->tail)
-		item = scope->items[scope->head++ % RIW_DEFER_ITEMS];
-	local_irq_restore(flags);
-	return item;
-}
-
 /*
- * Closes `scope`, from whichever CPU the task now runs on; it takes nothing more, and
- * what it holds is left for riw_defer_take().
+ * Closes `scope`, from whichever CPU the task now runs on; it takes nothing more. Called
+ * with interrupts off.
  */
-void riw_defer_end(struct riw_defer_scope *scope)
+static void riw_defer_close(struct riw_defer_scope *scope)
 {
 	struct riw_defer_slot *slot;
-	unsigned long flags;
 
 	if (scope->cpu < 0)
 		return;
@@ -860,11 +846,37 @@ void riw_defer_end(struct riw_defer_scope *scope)
 	 * is free once `task` is NULL, so `scope` is cleared first: a task that takes the
 	 * slot then, on that CPU, writes after us.
 	 */
-	local_irq_save(flags);
 	slot->scope = NULL;
 	smp_store_release(&slot->task, NULL);
-	local_irq_restore(flags);
 	scope->cpu = -1;
+}
+
+/*
+ * The oldest item handed to `scope`; NULL once it holds none, and then the scope is
+ * closed (one call, not two, for a doorbell whose send brought nothing).
+ */
+void *riw_defer_take(struct riw_defer_scope *scope)
+{
+	unsigned long flags;
+	void *item = NULL;
+
+	local_irq_save(flags);
+	if (scope->head != scope->tail)
+		item = scope->items[scope->head++ % RIW_DEFER_ITEMS];
+	else
+		riw_defer_close(scope);
+	local_irq_restore(flags);
+	return item;
+}
+
+/* Closes `scope` early; what it holds is left for riw_defer_take(). */
+void riw_defer_end(struct riw_defer_scope *scope)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	riw_defer_close(scope);
+	local_irq_restore(flags);
 }
 
 unsigned long riw_msecs_to_jiffies(unsigned int ms)
