@@ -770,7 +770,7 @@ bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw
 /*
  * The scope each CPU's running task holds, if any. `task` is read alone first: only the
  * task named there, running on this CPU and interrupted (or calling), may use `scope`,
- * which lives on that task's stack until it leaves the scope with riw_defer_end().
+ * which lives on that task's stack until its scope is closed (riw_defer_close()).
  */
 struct riw_defer_slot {
 	struct task_struct *task;
@@ -794,7 +794,7 @@ void riw_defer_begin(struct riw_defer_scope *scope, const void *key)
 	scope->tail = 0;
 	local_irq_save(flags);
 	slot = this_cpu_ptr(&riw_defer_slots);
-	/* Pairs with the release in riw_defer_end(), which may run on another CPU. */
+	/* Pairs with the release in riw_defer_close(), which may run on another CPU. */
 	if (smp_load_acquire(&slot->task)) {
 		scope->cpu = -1;
 	} else {
