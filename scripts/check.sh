@@ -7,9 +7,9 @@ set -uo pipefail
 . "$(dirname "$0")/toolchain.sh"
 cd "$RIW_TOP"
 
-passed=0 failed=0
+passed=0 failed=0 failures=()
 pass() { passed=$((passed + $1)); }
-fail() { failed=$((failed + $1)); echo "check: FAILED: $2"; }
+fail() { failed=$((failed + $1)); echo "check: FAILED: $2"; failures+=("$2"); }
 log=$(mktemp -d "${TMPDIR:-/tmp}/riw-check.XXXXXX")
 
 "$RIW_TOP/scripts/install-deps.sh" || { echo "check: installing dependencies failed"; exit 1; }
@@ -68,10 +68,17 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 			"$log/guest.log")
 		pass "${p:-0}"
 		[ "${f:-1}" -eq 0 ] || fail "${f:-1}" "guest suite $filter"
+		# The failed results, nested ones too: the summary below names them.
+		mapfile -t -O "${#failures[@]}" failures < <(sed -n \
+			-e 's/^# \(# \)*\(not ok [0-9]* .*\)/    \2/p' \
+			-e 's/^\(not ok [0-9]* .*\)/  \1/p' \
+			-e 's/^# riw: \(incomplete run: .*\)/  \1/p' "$log/guest.log")
 	done
 else
 	fail 1 "module build"
 fi
 
+# What failed, again at the end, where a log's tail shows it.
+[ "$failed" -eq 0 ] || printf 'check: failed: %s\n' "${failures[@]}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
