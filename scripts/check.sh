@@ -67,9 +67,12 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' \
 			"$log/guest.log")
 		pass "${p:-0}"
-		[ "${f:-1}" -eq 0 ] || fail "${f:-1}" "guest suite $filter"
-		# The failed results, nested ones too: the summary below names them.
+		[ "${f:-1}" -eq 0 ] && continue
+		fail "${f:-1}" "guest suite $filter"
+		# Its failed results, nested ones too, and the steps that ran out of time: the
+		# summary below names them.
 		mapfile -t -O "${#failures[@]}" failures < <(sed -n \
+			-e 's/^# \(# \)*\(timed out after [0-9]* s: .\{0,60\}\).*/      \2/p' \
 			-e 's/^# \(# \)*\(not ok [0-9]* .*\)/    \2/p' \
 			-e 's/^\(not ok [0-9]* .*\)/  \1/p' \
 			-e 's/^# riw: \(incomplete run: .*\)/  \1/p' "$log/guest.log")
