@@ -18,9 +18,9 @@ static bool peer_to_peer;
 module_param(peer_to_peer, bool, 0644);
 MODULE_PARM_DESC(peer_to_peer, "As initiator, request MPA peer-to-peer mode (RFC 6581) for new connections");
 
-static unsigned int fpdu_segments = 11;
+static unsigned int fpdu_segments;
 module_param(fpdu_segments, uint, 0644);
-MODULE_PARM_DESC(fpdu_segments, "TCP segments (of the path's MSS) one sent FPDU may span, 1 to 45 (default 11, about 16 KiB; 1 aligns every FPDU with a segment)");
+MODULE_PARM_DESC(fpdu_segments, "TCP segments (of the path's MSS) one sent FPDU may span toward any peer, 1 to 45; 0 (default): one, or 11 (about 16 KiB) toward a peer that agreed to larger FPDUs in the MPA exchange");
 
 bool riw_param_mpa_crc_required(void)
 {
