@@ -317,8 +317,8 @@ impl DeviceOps for RiwDevice {
         RiwQp::modify(dev, qp, modify)
     }
 
-    fn query_qp(_dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr {
-        qp.query()
+    fn query_qp(dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr {
+        qp.query(dev)
     }
 
     #[inline(always)]
