@@ -56,7 +56,7 @@ const CALLBACK_BUDGET: u32 = 16;
 const CALLBACK_MAX_BYTES: usize = 16 * 1024;
 /// The largest Read Response a Read Request arriving in a doorbell's name gets answered
 /// with from that doorbell's system call (see `SENDERS`): one that fits a segment. Larger
-/// ones were slower so (4 KiB: about 1.3 times the work item's latency in A/B rounds).
+/// ones go faster from the work item.
 const INLINE_RESPONSE_MAX: u32 = 1024;
 /// Endpoints a doorbell runs for others before it leaves the rest to their work items.
 const INLINE_RUNS: usize = 4;

@@ -13,7 +13,7 @@
 //! (see `rx`).
 
 use crate::crc::KernelCrc32c;
-use crate::device::RiwDevice;
+use crate::device::{RiwDevice, MAX_MSG_SIZE};
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
@@ -32,8 +32,6 @@ use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// Largest message, as the device advertises it.
-const MAX_MESSAGE: u64 = 1 << 31;
 
 /// The sink STag of a zero-length Read, which has no local buffer: never 0.
 const ZERO_READ_SINK_STAG: u32 = 1;
@@ -875,7 +873,7 @@ impl Sender {
             0
         };
         let total = Self::fill_sources(dev, qp, sqe, rights, &mut self.sources)?;
-        if total > MAX_MESSAGE {
+        if total > u64::from(MAX_MSG_SIZE) {
             return Err(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR);
         }
         let work = SendWork::new(sqe, total as u32);
