@@ -145,7 +145,10 @@ qperf_run() { # PORT QPERF_OPTIONS... TEST
 # without a send queue, which siw refuses (EINVAL), and their clients (and both sides of
 # rc_rdma_write_poll_lat) QPs without a receive queue, whose empty ring siw's provider
 # fails to map (EINVAL).
+# A siw server that fails so may close the connection before its message reaches the
+# client, which then reports the rejection.
 qperf_siw_failure='failed to create QP: Invalid argument'
+[ "$srv_drv" != siw ] || qperf_siw_failure+='|unexpected event from RDMA CM: Event rejected'
 qperf_siw_why='siw refuses a QP without a send queue, and its provider one without a receive queue'
 qperf_check() { # PORT DESC QPERF_OPTIONS... TEST
 	local port=$1 desc=$2 pattern= why=
@@ -219,9 +222,9 @@ port=$((port + 1))
 compat_check "rcopy: a file of 3 MiB and a bit, compared" $LIMIT "" "" rcopy_file $port
 
 port=$((port + 1))
-DAEMON=1 compat_check "cmtime: 50 connections at once" $LIMIT "" "" \
-	pair $port timeout "$lim" cmtime -b $SRV4 -p $port -c 50 -- \
-	timeout "$lim" cmtime -s $SRV4 -p $port -c 50
+DAEMON=1 compat_check "cmtime: 20 connections at once" $LIMIT "" "" \
+	pair $port timeout "$lim" cmtime -b $SRV4 -p $port -c 20 -- \
+	timeout "$lim" cmtime -s $SRV4 -p $port -c 20
 
 # fio's rdma engine: the server's job is rw=read, the client's rw=write with the verb.
 fio_rdma() { # PORT VERB
