@@ -663,12 +663,17 @@ def rping_client(rnic, size, count):
 
 # ---- runs ----
 
+def kernel_log():
+    return subprocess.run(['dmesg'], capture_output=True, text=True).stdout.splitlines()
+
+
 class Run:
     def __init__(self, name, checks):
         self.name = name
         self.order = checks
         self.status = {c: None for c in checks}
         self.why = {}
+        self.log_start = len(kernel_log())
 
     def full(self, check):
         return f'{self.name}_{check}' if check else self.name
@@ -693,6 +698,9 @@ class Run:
             self.why[check] = why
 
     def report(self):
+        for line in kernel_log()[self.log_start:]:
+            if 'riw' in line:
+                print(f'  kernel: {line}')
         for c in self.order:
             st = self.status[c] or 'fail'
             why = self.why.get(c, '') if st == 'skip' else ''
