@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """A test peer that speaks iWARP as iw_cxgb4 does with its module defaults, over a plain TCP
-socket, and runs rping's protocol against a stock rping on a riw device (riw_cxgb4.sh).
+socket, and runs rping's protocol against a stock rping on a riw device (riw_cxgb4.sh runs
+it as `python3 -m cxgb4_peer`, with this directory on PYTHONPATH).
 
   cxgb4_peer.py responder ADDR PORT NAME SIZE COUNT -- CMD...
         listen on ADDR PORT as an rping server behind iw_cxgb4; CMD is riw's
@@ -15,8 +16,9 @@ socket, and runs rping's protocol against a stock rping on a riw device (riw_cxg
   cxgb4_peer.py long_pd ADDR PORT NAME -- CMD...
         as responder, refuse a request with more than 256 bytes of private data as
         iw_cxgb4 does (CMD: this script's rdma_connect with 255 bytes)
-  cxgb4_peer.py list MODE NAME [SIZE COUNT]
-        the checks such a run reports, "name description" a line
+  cxgb4_peer.py list
+        for each line "MODE NAME [SIZE COUNT]" of its input, the checks such a run reports,
+        "name description" a line
   cxgb4_peer.py rdma_connect ADDR PORT PD_LEN
         riw's side of long_pd: a librdmacm client (ctypes) that connects with PD_LEN bytes of
         private data; exits 0 if connected, 2 if the connection was refused or failed
@@ -59,13 +61,11 @@ diagnostics. Time bounds are multiplied by RIW_TIMEOUT_SCALE.
 """
 
 import collections
-import ctypes
 import os
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
@@ -712,9 +712,8 @@ class Cmd:
 
     def __init__(self, argv):
         self.argv = argv
-        self.label = next((os.path.basename(a) for a in argv if 'rping' in a or a.endswith('.py')),
-                          argv[0])
-        self.out = tempfile.TemporaryFile(mode='w+')
+        self.label = 'rping' if 'rping' in argv else 'client'
+        self.out = os.fdopen(os.open('/tmp', os.O_TMPFILE | os.O_RDWR, 0o600), 'w+')
         self.t0 = time.time()
         self.proc = subprocess.Popen(argv, stdout=self.out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
@@ -959,42 +958,39 @@ def run_long_pd(addr, port, name, argv):
 
 # ---- riw's side of long_pd ----
 
-class _AddrInfo(ctypes.Structure):
-    pass
-
-
-_AddrInfo._fields_ = [
-    ('ai_flags', ctypes.c_int), ('ai_family', ctypes.c_int), ('ai_qp_type', ctypes.c_int),
-    ('ai_port_space', ctypes.c_int), ('ai_src_len', ctypes.c_uint32),
-    ('ai_dst_len', ctypes.c_uint32), ('ai_src_addr', ctypes.c_void_p),
-    ('ai_dst_addr', ctypes.c_void_p), ('ai_src_canonname', ctypes.c_char_p),
-    ('ai_dst_canonname', ctypes.c_char_p), ('ai_route_len', ctypes.c_size_t),
-    ('ai_route', ctypes.c_void_p), ('ai_connect_len', ctypes.c_size_t),
-    ('ai_connect', ctypes.c_void_p), ('ai_next', ctypes.POINTER(_AddrInfo))]
-
-
-class _QpInitAttr(ctypes.Structure):
-    _fields_ = [('qp_context', ctypes.c_void_p), ('send_cq', ctypes.c_void_p),
-                ('recv_cq', ctypes.c_void_p), ('srq', ctypes.c_void_p),
-                ('max_send_wr', ctypes.c_uint32), ('max_recv_wr', ctypes.c_uint32),
-                ('max_send_sge', ctypes.c_uint32), ('max_recv_sge', ctypes.c_uint32),
-                ('max_inline_data', ctypes.c_uint32), ('qp_type', ctypes.c_int),
-                ('sq_sig_all', ctypes.c_int)]
-
-
-class _ConnParam(ctypes.Structure):
-    _fields_ = [('private_data', ctypes.c_void_p), ('private_data_len', ctypes.c_uint8),
-                ('responder_resources', ctypes.c_uint8), ('initiator_depth', ctypes.c_uint8),
-                ('flow_control', ctypes.c_uint8), ('retry_count', ctypes.c_uint8),
-                ('rnr_retry_count', ctypes.c_uint8), ('srq', ctypes.c_uint8),
-                ('qp_num', ctypes.c_uint32)]
-
-
 RDMA_PS_TCP, IBV_QPT_RC = 0x0106, 2
-
 
 def rdma_connect(addr, port, pd_len):
     """Connects through librdmacm's synchronous calls with pd_len bytes of private data."""
+    import ctypes
+
+    class _AddrInfo(ctypes.Structure):
+        pass
+
+    _AddrInfo._fields_ = [
+        ('ai_flags', ctypes.c_int), ('ai_family', ctypes.c_int), ('ai_qp_type', ctypes.c_int),
+        ('ai_port_space', ctypes.c_int), ('ai_src_len', ctypes.c_uint32),
+        ('ai_dst_len', ctypes.c_uint32), ('ai_src_addr', ctypes.c_void_p),
+        ('ai_dst_addr', ctypes.c_void_p), ('ai_src_canonname', ctypes.c_char_p),
+        ('ai_dst_canonname', ctypes.c_char_p), ('ai_route_len', ctypes.c_size_t),
+        ('ai_route', ctypes.c_void_p), ('ai_connect_len', ctypes.c_size_t),
+        ('ai_connect', ctypes.c_void_p), ('ai_next', ctypes.POINTER(_AddrInfo))]
+
+    class _QpInitAttr(ctypes.Structure):
+        _fields_ = [('qp_context', ctypes.c_void_p), ('send_cq', ctypes.c_void_p),
+                    ('recv_cq', ctypes.c_void_p), ('srq', ctypes.c_void_p),
+                    ('max_send_wr', ctypes.c_uint32), ('max_recv_wr', ctypes.c_uint32),
+                    ('max_send_sge', ctypes.c_uint32), ('max_recv_sge', ctypes.c_uint32),
+                    ('max_inline_data', ctypes.c_uint32), ('qp_type', ctypes.c_int),
+                    ('sq_sig_all', ctypes.c_int)]
+
+    class _ConnParam(ctypes.Structure):
+        _fields_ = [('private_data', ctypes.c_void_p), ('private_data_len', ctypes.c_uint8),
+                    ('responder_resources', ctypes.c_uint8),
+                    ('initiator_depth', ctypes.c_uint8), ('flow_control', ctypes.c_uint8),
+                    ('retry_count', ctypes.c_uint8), ('rnr_retry_count', ctypes.c_uint8),
+                    ('srq', ctypes.c_uint8), ('qp_num', ctypes.c_uint32)]
+
     cm = ctypes.CDLL('librdmacm.so.1', use_errno=True)
     hints = _AddrInfo(ai_port_space=RDMA_PS_TCP, ai_qp_type=IBV_QPT_RC)
     res = ctypes.POINTER(_AddrInfo)()
@@ -1062,8 +1058,10 @@ def main(argv):
         argv, cmd = argv[:i], argv[i + 1:]
     else:
         cmd = []
-    if len(argv) >= 3 and argv[1] == 'list':
-        describe(argv[2], *argv[3:4], *argv[4:6])
+    if len(argv) == 2 and argv[1] == 'list':
+        for line in sys.stdin:
+            if line.split():
+                describe(*line.split()[:4])
         return 0
     if len(argv) == 5 and argv[1] == 'rdma_connect':
         return rdma_connect(argv[2], int(argv[3]), int(argv[4]))
