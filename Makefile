@@ -7,9 +7,15 @@
 #   make -s module-path     print the path of the VARIANT riw.ko
 #   make demo         boot a guest, create riw devices on a veth pair, show ibv_devinfo
 #   make check        host unit tests and fuzz smoke, then the guest suite (debug kernel)
+#   make check-long   make check with the suites' longer sweeps (RIW_LONG=1)
 #   make bench        riw against siw and TCP on the release kernel, tables of ratios
 #   make fuzz         fuzz every protocol parser for FUZZ_SECONDS each (default 300)
 #   make deps         install the Debian packages and cargo tools the project needs
+#
+# Your own kernel (its build tree in KDIR, built with the toolchain it was built with):
+#   make modules      riw.ko in this tree, against KDIR
+#   make install      modules_install into /lib/modules and depmod, so that
+#                     "rdma link add ... type riw" loads riw on demand
 
 VARIANT ?= debug
 SHELL := /bin/bash
@@ -18,7 +24,14 @@ env := . $(scripts)/toolchain.sh
 
 FUZZ_SECONDS ?= 300
 
-.PHONY: all module kernel kernel-image module-path demo check bench fuzz deps clean
+KDIR ?= /lib/modules/$(shell uname -r)/build
+# Extra variables for the kernel's make, e.g. RUSTC=... BINDGEN=... (LLVM=1 is set).
+KMAKE_FLAGS ?=
+# Where make install puts modules (empty: /lib/modules).
+INSTALL_MOD_PATH ?=
+
+.PHONY: all module kernel kernel-image module-path demo check check-long bench fuzz deps \
+	clean modules install
 
 all: module
 
@@ -44,6 +57,9 @@ demo:
 check:
 	@$(scripts)/check.sh
 
+check-long:
+	@RIW_LONG=1 $(scripts)/check.sh
+
 bench:
 	@$(scripts)/bench.sh
 
@@ -55,3 +71,12 @@ deps:
 
 clean:
 	@$(env); rm -rf "$$(riw_module_dir $(VARIANT))"
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=1 $(KMAKE_FLAGS) modules
+
+install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=1 $(KMAKE_FLAGS) INSTALL_MOD_PATH=$(INSTALL_MOD_PATH) \
+		modules_install
+	depmod -a $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) \
+		$$($(MAKE) -s -C $(KDIR) kernelrelease)

@@ -19,12 +19,13 @@ pub fn peer_to_peer() -> bool {
     unsafe { bindings::riw_param_peer_to_peer() }
 }
 
-/// `fpdu_segments`: how many TCP segments of the path's MSS one sent FPDU may span, within
-/// 1 (each FPDU aligned with a segment) and 45 (the 16-bit ULPDU length).
-pub fn fpdu_segments() -> u32 {
+/// `fpdu_segments`: the operator's choice of how many TCP segments of the path's MSS one
+/// sent FPDU may span toward every peer, within 1 and 45 (the 16-bit ULPDU length); `None`
+/// (the parameter is 0, its default) leaves it to the MPA exchange.
+pub fn fpdu_segments() -> Option<u32> {
     // SAFETY: Reads a module-global integer (READ_ONCE).
     let n = unsafe { bindings::riw_param_fpdu_segments() };
-    n.clamp(1, 45)
+    (n != 0).then(|| n.min(45))
 }
 
 /// `tx_zerocopy_min`: the smallest message sent zero-copy from registered user memory;

@@ -10,7 +10,11 @@ at 64 B, 4 KiB and 64 KiB. iperf3 measures TCP over the same veth. Prints two ta
 riw-riw against siw-siw and TCP, then riw against siw. Two more tables take the tests the
 bar is set on again, riw-riw, siw-siw and TCP taking turns for a few rounds, and compare
 medians: the 64-byte latency tests (ten times the iterations) and 64 KiB bandwidth. Single
-runs under TCG move too much to judge either by.
+runs under TCG move too much to judge either by. A last table takes 64 KiB bandwidth by
+FPDU size, in rounds as well: riw sending to siw and to riw with FPDUs of one TCP segment,
+riw to riw with the larger FPDUs the two negotiate, and siw to siw.
+
+RIW_BENCH_ONLY=fpdu runs only that last table.
 """
 import json
 import os
@@ -31,6 +35,8 @@ ITERS_LAT = int(os.environ.get("RIW_BENCH_ITERS_LAT", "2000"))
 # trips still moves by several percent from run to run under TCG.
 ITERS_LAT_BAR = int(os.environ.get("RIW_BENCH_ITERS_LAT_BAR", "20000"))
 ROUNDS = int(os.environ.get("RIW_BENCH_ROUNDS", "5"))
+FPDU_ROUNDS = int(os.environ.get("RIW_BENCH_FPDU_ROUNDS", "3"))
+FPDU_SEGMENTS = "/sys/module/riw/parameters/fpdu_segments"
 port = 9000
 
 
@@ -169,6 +175,49 @@ def rounds():
     return {k: (statistics.median(v), v) for k, v in runs.items()}
 
 
+def fpdu_rounds():
+    """64 KiB bandwidth by who sends to whom and how large its FPDUs are:
+    {(config, tool): [MiB/s per round]}. The sender is perftest's client for Write and
+    Send, its server (the responder) for Read."""
+    configs = (("riw-siw 1 seg", "riw", "siw", 1), ("riw-riw 1 seg", "riw", "riw", 1),
+               ("riw-riw large", "riw", "riw", 0), ("siw-siw", "siw", "siw", 0))
+    runs = {}
+    for r in range(FPDU_ROUNDS):
+        order = configs if r % 2 == 0 else configs[::-1]
+        for name, sender, receiver, segments in order:
+            # The operator's override of the negotiation: 1 keeps riw-riw to one segment.
+            with open(FPDU_SEGMENTS, "w") as f:
+                f.write(str(segments if receiver == "riw" else 0))
+            for tool in BW:
+                srv, cli = (sender, receiver) if tool == "ib_read_bw" else (receiver, sender)
+                devices(srv, cli)
+                v = perftest(tool, 65536)
+                no_devices()
+                if v is not None:
+                    runs.setdefault((name, tool), []).append(v[0])
+    with open(FPDU_SEGMENTS, "w") as f:
+        f.write("0")
+    return configs, runs
+
+
+def fpdu_table(configs, runs):
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    body = []
+    for tool in BW:
+        siw = med.get(("siw-siw", tool))
+        row = [f"{tool} 64 KiB", "MiB/s"]
+        for name, *_ in configs:
+            row.append(fmt(med.get((name, tool)), ".1f"))
+        for name, *_ in configs[:-1]:
+            row.append(ratio(med.get((name, tool)), siw))
+        body.append(tuple(row))
+    names = [c[0] for c in configs]
+    table(f"64 KiB bandwidth by FPDU size (sender-receiver), median of {FPDU_ROUNDS} rounds "
+          "taking turns; '1 seg': every FPDU fits one TCP segment, 'large': FPDUs of up to "
+          "11 segments, negotiated",
+          ("test", "unit", *names, *[f"{n}/siw" for n in names[:-1]]), body)
+
+
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
@@ -211,6 +260,10 @@ def table(title, head, body):
 
 def main():
     setup()
+    if os.environ.get("RIW_BENCH_ONLY") == "fpdu":
+        fpdu_table(*fpdu_rounds())
+        sh("modprobe -r riw siw")
+        return
     results = {}
     for srv_drv, cli_drv in (("riw", "riw"), ("siw", "siw"), ("riw", "siw"), ("siw", "riw")):
         devices(srv_drv, cli_drv)
@@ -249,6 +302,7 @@ def main():
           "rounds",
           ("test", "unit", "riw-riw", "siw-siw", "TCP", "riw/siw", "riw/TCP",
            "riw/best TCP", "rounds (riw/siw/TCP)"), body)
+    fpdu_table(*fpdu_rounds())
     sh("modprobe -r riw siw")
 
 

@@ -23,6 +23,9 @@ pass "$p"
 [ "$f" -eq 0 ] || fail "$f" "cargo test"
 [ "$cargo_rc" -eq 0 ] || [ "$f" -gt 0 ] || fail 1 "cargo test exited with $cargo_rc"
 
+# make check-long (RIW_LONG=1) fuzzes longer and lets the guest suites run their longer
+# sweeps (RIW_LONG reaches the guest through selftests/vm/run.sh).
+[ -z "${RIW_LONG:-}" ] || : "${RIW_FUZZ_SECONDS:=120}"
 echo "check: fuzz smoke (${RIW_FUZZ_SECONDS:=20} s per target)"
 if "$proto/fuzz/run.sh" "$RIW_FUZZ_SECONDS" >"$log/fuzz.log" 2>&1; then
 	pass 1

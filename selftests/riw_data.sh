@@ -8,7 +8,8 @@
 #
 #   rping -V      RDMA READ, WRITE and SEND verified by rping itself, at its smallest
 #                 message (23 bytes) up to 64 KiB (its largest, 65535), $RIW_RPING_COUNT
-#                 iterations each (default 1000)
+#                 iterations each (default 1000); with RIW_LONG (make check-long) also
+#                 sizes around the FPDU boundaries, 100 iterations each
 #   perftest      ib_send_bw, ib_write_bw, ib_read_bw, ib_send_lat, ib_write_lat,
 #                 ib_read_lat, all over rdma_cm (-R); ib_send_bw and ib_send_lat also
 #                 with completion events (-e). Each must run to its end and report a
@@ -31,11 +32,18 @@ srv_dev=dts0 cli_dev=dtc0
 SRV4=192.0.2.2
 RPING_SIZES=(23 4096 65535)
 : "${RIW_RPING_COUNT:=1000}"
+# make check-long: sizes around the FPDU boundaries of a 1500-byte MTU (a ULPDU of 1442
+# bytes per segment-sized FPDU, 11 segments of 1448 bytes per large one), 100 iterations.
+if [ -n "${RIW_LONG:-}" ]; then
+	RPING_LONG_SIZES=(24 1424 1425 1442 1443 2884 2885 15922 15923 16384 32768 40000)
+else
+	RPING_LONG_SIZES=()
+fi
 PERFTEST=("ib_send_bw" "ib_send_bw -e" "ib_write_bw" "ib_read_bw"
 	"ib_send_lat" "ib_send_lat -e" "ib_write_lat" "ib_read_lat")
 
 ktap_print_header
-ktap_set_plan $((${#RPING_SIZES[@]} + ${#PERFTEST[@]}))
+ktap_set_plan $((${#RPING_SIZES[@]} + ${#RPING_LONG_SIZES[@]} + ${#PERFTEST[@]}))
 
 riw_pair_setup "$srv_drv" "$cli_drv"
 in1 rdma link add "$srv_dev" type "$srv_drv" netdev "$RIW_DEV1"
@@ -88,6 +96,12 @@ for size in "${RPING_SIZES[@]}"; do
 	riw_check "rping -V: $RIW_RPING_COUNT iterations of $size bytes" $limit \
 		pair $port rping -s -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -- \
 		rping -c -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -V || true
+done
+for size in "${RPING_LONG_SIZES[@]}"; do
+	port=$((port + 1))
+	riw_check "rping -V: 100 iterations of $size bytes (long)" 60 \
+		pair $port rping -s -a $SRV4 -p $port -C 100 -S "$size" -- \
+		rping -c -a $SRV4 -p $port -C 100 -S "$size" -V || true
 done
 
 # A perftest result line: bytes and iterations first.

@@ -32,6 +32,9 @@ pub mod access {
     pub const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
     pub const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
     pub const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    pub const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+    pub const ZERO_BASED: u32 = bindings::ib_access_flags_IB_ZERO_BASED;
+    pub const HUGETLB: u32 = bindings::ib_access_flags_IB_ACCESS_HUGETLB;
     /// Hints a device may ignore (`IB_ACCESS_OPTIONAL`).
     pub const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 }

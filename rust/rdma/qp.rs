@@ -3,12 +3,13 @@
 //! Queue pairs and shared receive queues: their attributes in Rust terms and the C
 //! trampolines of their ops.
 
-use super::device::{Device, DeviceOps};
+use super::device::{Device, DeviceOps, Mtu};
 use super::object::Object;
 use super::ucontext::UData;
 use super::verbs::Cq;
 use super::wr::{RecvChain, SendChain};
 use crate::kernel_ext::bindings;
+use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::workqueue::Completion;
 use core::ffi::c_int;
 use core::marker::PhantomData;
@@ -269,14 +270,18 @@ pub struct QpModify {
     pub max_rd_atomic: Option<u32>,
     /// Inbound RDMA READ depth (IRD).
     pub max_dest_rd_atomic: Option<u32>,
-    /// Mask bits of attributes iWARP has no use for (address vectors, PSNs, timers...).
-    pub foreign_mask: u32,
+    /// New queue sizes (`IB_QP_CAP`).
+    pub cap: Option<QpCaps>,
 }
 
 /// What `query_qp` reports.
 #[derive(Clone, Copy, Debug)]
 pub struct QpAttr {
     pub state: QpState,
+    /// The send queue is draining (SQD entered, work still going out).
+    pub sq_draining: bool,
+    /// The path's MTU, from the netdev.
+    pub path_mtu: Mtu,
     pub access_flags: u32,
     pub caps: QpCaps,
     pub max_rd_atomic: u32,
@@ -400,7 +405,11 @@ pub(super) unsafe extern "C" fn create_qp_callback<T: DeviceOps>(
         let init = QpInit {
             is_rc: attr.qp_type == bindings::ib_qp_type_IB_QPT_RC,
             caps: caps_from_raw(&attr.cap),
-            sig_all: attr.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            sig_all: match attr.sq_sig_type {
+                bindings::ib_sig_type_IB_SIGNAL_ALL_WR => true,
+                bindings::ib_sig_type_IB_SIGNAL_REQ_WR => false,
+                _ => return Err(EINVAL),
+            },
             has_srq: !attr.srq.is_null(),
             create_flags: attr.create_flags,
         };
@@ -465,14 +474,12 @@ pub(super) unsafe extern "C" fn modify_qp_callback<T: DeviceOps>(
         }
         let mask = mask as u32;
         let has = |bit: u32| mask & bit != 0;
-        let known = bindings::ib_qp_attr_mask_IB_QP_STATE
-            | bindings::ib_qp_attr_mask_IB_QP_CUR_STATE
-            | bindings::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY
-            | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS
-            | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
-            | bindings::ib_qp_attr_mask_IB_QP_PORT
-            | bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC
-            | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+        // Attributes of the InfiniBand transport (address vectors, PSNs, timers, the
+        // remote QP number, Q_Key, path migration) mean nothing on iWARP: ignored, as siw
+        // and iw_cxgb4 ignore them. Bits beyond the standard ones are refused.
+        if mask & !(bindings::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS as u32) != 0 {
+            return Err(EOPNOTSUPP());
+        }
         let modify = QpModify {
             state: has(bindings::ib_qp_attr_mask_IB_QP_STATE)
                 .then(|| QpState::from_raw(attr.qp_state))
@@ -488,7 +495,7 @@ pub(super) unsafe extern "C" fn modify_qp_callback<T: DeviceOps>(
                 .then_some(u32::from(attr.max_rd_atomic)),
             max_dest_rd_atomic: has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
                 .then_some(u32::from(attr.max_dest_rd_atomic)),
-            foreign_mask: mask & !known,
+            cap: has(bindings::ib_qp_attr_mask_IB_QP_CAP).then(|| caps_from_raw(&attr.cap)),
         };
         T::modify_qp(dev, qp, &modify)?;
         Ok(0)
@@ -506,8 +513,15 @@ pub(super) unsafe extern "C" fn query_qp_callback<T: DeviceOps>(
         let q = T::query_qp(Qp::<T>::device::<T>(qp), Qp::<T>::from_raw(qp));
         (q, &mut *attr, &mut *init_attr)
     };
+    // The core does not clear them (uverbs allocates them, netlink has them on its
+    // stack): what iWARP does not define reads as zero, not as stale memory.
+    *attr = bindings::ib_qp_attr::default();
+    *init_attr = bindings::ib_qp_init_attr::default();
     attr.qp_state = q.state.to_raw();
     attr.cur_qp_state = q.state.to_raw();
+    attr.sq_draining = u8::from(q.sq_draining);
+    attr.path_mtu = q.path_mtu as _;
+    attr.pkey_index = 0;
     attr.qp_access_flags = q.access_flags as c_int;
     attr.max_rd_atomic = q.max_rd_atomic.try_into().unwrap_or(u8::MAX);
     attr.max_dest_rd_atomic = q.max_dest_rd_atomic.try_into().unwrap_or(u8::MAX);
@@ -619,7 +633,7 @@ pub(super) unsafe extern "C" fn create_srq_callback<T: DeviceOps>(
             )
         };
         if attr.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
-            return Err(EINVAL);
+            return Err(EOPNOTSUPP());
         }
         let wanted = SrqAttr {
             max_wr: attr.attr.max_wr,

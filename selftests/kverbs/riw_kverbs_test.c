@@ -70,6 +70,15 @@ static noinline void run_qp_checks(struct ib_pd *pd, struct ib_cq *cq, void *buf
 		return;
 	check(qp->qp_num != 0 && init.cap.max_send_wr >= 4, "QP number and queue sizes reported");
 
+	{
+		struct ib_qp_init_attr qinit;
+		struct ib_qp_attr qattr;
+
+		rc = ib_query_qp(qp, &qattr, IB_QP_STATE, &qinit);
+		check(rc == 0 && qattr.qp_state == IB_QPS_INIT,
+		      "a new QP reports INIT (iWARP's Idle), as siw and iw_cxgb4 do");
+	}
+	check(modify_state(qp, IB_QPS_RESET, 0) == 0, "INIT -> RESET");
 	rc = ib_post_recv(qp, &rwr[0], &bad_rwr);
 	check(rc == -EINVAL, "post_recv in RESET refused (EINVAL)");
 

@@ -156,8 +156,8 @@ def t_objects(env):
               f'send_wr {init.cap.max_send_wr} recv_wr {init.cap.max_recv_wr} '
               f'send_sge {init.cap.max_send_sge} recv_sge {init.cap.max_recv_sge} '
               f'inline {init.cap.max_inline_data}')
-        env.check(attr.qp_state in (e.IBV_QPS_RESET, e.IBV_QPS_INIT),
-                  f'new QP in state {attr.qp_state}')
+        # iWARP QPs start in Idle, which siw and iw_cxgb4 report as INIT.
+        env.check(attr.qp_state == e.IBV_QPS_INIT, f'new QP in state {attr.qp_state}')
         env.check(init.cap.max_send_wr >= 10 and init.cap.max_recv_wr >= 20 and
                   init.cap.max_send_sge >= 2 and init.cap.max_recv_sge >= 3,
                   'QP query shows less than was asked for')
@@ -318,12 +318,16 @@ def t_srq_limits(env):
 
 
 def t_mr_access(env):
-    """MR access flags: legal combinations registered, remote write without local write
-    refused (EINVAL)"""
+    """MR access flags: legal combinations registered, remote atomics accepted (granted as
+    nothing, as siw and iw_cxgb4 do), remote write or atomics without local write refused
+    (EINVAL)"""
     legal = {'local read only': 0, 'LOCAL_WRITE': LOCAL_WRITE, 'REMOTE_READ': REMOTE_READ,
              'LOCAL_WRITE|REMOTE_READ': LOCAL_WRITE | REMOTE_READ,
              'LOCAL_WRITE|REMOTE_WRITE': LOCAL_WRITE | REMOTE_WRITE,
-             'LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ': LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ}
+             'LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ': LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ,
+             'LOCAL_WRITE|REMOTE_ATOMIC': LOCAL_WRITE | REMOTE_ATOMIC,
+             'all four, as qperf and libfabric ask':
+                 LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC}
     illegal = {'REMOTE_WRITE': REMOTE_WRITE, 'REMOTE_WRITE|REMOTE_READ': REMOTE_WRITE | REMOTE_READ,
                'REMOTE_ATOMIC': REMOTE_ATOMIC}
     with PD(env.ctx) as pd:

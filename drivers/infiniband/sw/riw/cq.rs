@@ -5,6 +5,7 @@
 //! entries; the consumer hands each back by clearing its flags.
 
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{
     Cq, CqAttr, CqNotify, Device, QueueMemory, UData, WcOpcode, WcStatus, WorkCompletion,
 };
@@ -129,7 +130,10 @@ impl RiwCq {
         attr: &CqAttr,
         udata: Option<&mut UData<'_>>,
     ) -> Result<(u32, impl PinInit<Self, Error>)> {
-        if attr.flags != 0 || attr.cqe == 0 || attr.cqe > LIMITS.max_cqe || attr.comp_vector != 0 {
+        if attr.flags != 0 {
+            return Err(EOPNOTSUPP());
+        }
+        if attr.cqe == 0 || attr.cqe > LIMITS.max_cqe || attr.comp_vector != 0 {
             return Err(EINVAL);
         }
         // The ring index wraps by masking: a power of two, as the user ABI expects.

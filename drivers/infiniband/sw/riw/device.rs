@@ -67,7 +67,7 @@ pub(crate) const LIMITS: DeviceAttr = DeviceAttr {
 pub(crate) const MMAP_KEY_MIN: u64 = uapi::SIW_INVAL_UOBJ_KEY as u64 + 1;
 
 /// Largest message, in bytes.
-const MAX_MSG_SIZE: u32 = 1 << 31;
+pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
 
 /// A riw RNIC.
 #[pin_data(PinnedDrop)]
@@ -317,8 +317,8 @@ impl DeviceOps for RiwDevice {
         RiwQp::modify(dev, qp, modify)
     }
 
-    fn query_qp(_dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr {
-        qp.query()
+    fn query_qp(dev: &Device<Self>, qp: &Qp<Self>) -> QpAttr {
+        qp.query(dev)
     }
 
     #[inline(always)]

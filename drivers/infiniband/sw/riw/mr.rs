@@ -21,6 +21,12 @@ const STAG_INDEX_MAX: u32 = (1 << 24) - 1;
 /// Rights a region may grant; riw has no atomics and no memory windows.
 const MR_ACCESS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
 
+/// Rights a consumer may ask for that riw grants as nothing, as siw and iw_cxgb4 do:
+/// remote atomics (an Atomic Request is refused on the wire all the same), binding memory
+/// windows (riw creates none), and the huge-page hint.
+const MR_ACCESS_IGNORED: u32 =
+    access::REMOTE_ATOMIC | access::MW_BIND | access::ZERO_BASED | access::HUGETLB;
+
 /// Why an access to a region was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Denied {
@@ -67,20 +73,20 @@ struct Binding {
     page_size: u64,
 }
 
-/// `access` without its `OPTIONAL` hints, if riw can grant it: EINVAL for atomics and for
-/// remote write without local write (remote writes land in memory, so the verbs require
-/// both), EOPNOTSUPP for other rights riw lacks (memory windows).
+/// The rights of `access` a region gets: without its `OPTIONAL` hints and the rights riw
+/// grants as nothing. EINVAL for remote write or atomics without local write (remote
+/// access lands in memory, so the verbs require both), EOPNOTSUPP for rights nobody
+/// could have granted (on-demand paging, flushes).
 fn checked_access(access: u32) -> Result<u32> {
     let access = access & !access::OPTIONAL;
-    if access & !MR_ACCESS != 0 {
-        return Err(if access & access::REMOTE_ATOMIC != 0 {
-            EINVAL
-        } else {
-            EOPNOTSUPP()
-        });
-    }
-    if access & access::REMOTE_WRITE != 0 && access & access::LOCAL_WRITE == 0 {
+    if access & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0
+        && access & access::LOCAL_WRITE == 0
+    {
         return Err(EINVAL);
+    }
+    let access = access & !MR_ACCESS_IGNORED;
+    if access & !MR_ACCESS != 0 {
+        return Err(EOPNOTSUPP());
     }
     Ok(access)
 }

@@ -9,7 +9,7 @@ use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::kernel_ext::rdma::{
-    Device, Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, QueueMemory, RecvChain,
+    access, Device, Mtu, Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, QueueMemory, RecvChain,
     SendChain, SendOp, Sge, UData,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
@@ -38,9 +38,10 @@ pub(crate) const MAX_INLINE: u32 =
     (size_of::<uapi::siw_sge>() * (uapi::SIW_MAX_SGE as usize - 1)) as u32;
 /// QP numbers: 24 bits, 0 reserved.
 const QP_NUM_MAX: u32 = (1 << 24) - 1;
-/// Access rights a QP may grant its peer or itself (`IB_ACCESS_LOCAL_WRITE`,
-/// `IB_ACCESS_REMOTE_WRITE`, `IB_ACCESS_REMOTE_READ`); iWARP has no atomics here.
-const QP_ACCESS_FLAGS: u32 = 0x1 | 0x2 | 0x4;
+/// Access rights a QP may grant its peer or itself; iWARP has no atomics here.
+const QP_ACCESS_FLAGS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
+/// Rights a consumer may ask of a QP that riw grants as nothing, as siw and iw_cxgb4 do.
+const QP_ACCESS_IGNORED: u32 = access::REMOTE_ATOMIC | access::MW_BIND;
 
 /// What changes with `modify_qp`.
 struct QpMutable {
@@ -80,12 +81,23 @@ pub(crate) struct RiwQp {
     mutable: SpinLockBh<QpMutable>,
 }
 
-/// Rounds a requested queue depth up to the ring size, within the device limit.
+/// Whether the QP's queues already meet the sizes `want` asks of a `modify_qp`.
+fn caps_meet(qp: &RiwQp, want: &QpCaps) -> bool {
+    let have = &qp.caps;
+    want.max_send_wr <= have.max_send_wr
+        && want.max_recv_wr <= have.max_recv_wr
+        && want.max_send_sge <= have.max_send_sge
+        && want.max_recv_sge <= have.max_recv_sge
+        && want.max_inline_data <= have.max_inline_data
+}
+
+/// Rounds a requested queue depth up to the ring size, within the device limit (a depth
+/// of 0 gets the smallest ring, as iw_cxgb4 and rxe round it up).
 pub(crate) fn ring_depth(wanted: u32, max: u32) -> Result<u32> {
-    if wanted == 0 || wanted > max {
+    if wanted > max {
         return Err(EINVAL);
     }
-    Ok(wanted.checked_next_power_of_two().ok_or(EINVAL)?.min(max))
+    Ok(wanted.max(1).checked_next_power_of_two().ok_or(EINVAL)?.min(max))
 }
 
 impl RiwQp {
@@ -98,8 +110,10 @@ impl RiwQp {
             return Err(EOPNOTSUPP());
         }
         let want = &init.caps;
-        if init.create_flags != 0
-            || want.max_send_sge > LIMITS.max_send_sge
+        if init.create_flags != 0 {
+            return Err(EOPNOTSUPP());
+        }
+        if want.max_send_sge > LIMITS.max_send_sge
             || want.max_recv_sge > LIMITS.max_recv_sge
             || want.max_inline_data > MAX_INLINE
         {
@@ -150,7 +164,9 @@ impl RiwQp {
             sig_all,
             mutable <- new_spinlock_bh!(
                 QpMutable {
-                    state: QpState::Reset,
+                    // iWARP's Idle: a new QP reports INIT, as siw's and iw_cxgb4's do, and
+                    // takes receives before it is connected.
+                    state: QpState::Init,
                     access_flags: 0,
                     max_rd_atomic: 0,
                     max_dest_rd_atomic: 0,
@@ -309,7 +325,12 @@ impl RiwQp {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
         let next = m.state.unwrap_or(q.state);
-        if m.foreign_mask != 0 || m.cur_state.is_some_and(|s| s != q.state) {
+        // RESET and INIT are both iWARP's Idle: either names it as the current state.
+        let idle = |s| matches!(s, QpState::Reset | QpState::Init);
+        let cur_wrong = m
+            .cur_state
+            .is_some_and(|s| s != q.state && !(idle(s) && idle(q.state)));
+        if cur_wrong {
             return Err(EINVAL);
         }
         if !transition_allowed(q.state, next) {
@@ -325,7 +346,11 @@ impl RiwQp {
         }
         if m.port.is_some_and(|p| p != 1)
             || m.pkey_index.is_some_and(|i| i != 0)
-            || m.access_flags.is_some_and(|f| f & !QP_ACCESS_FLAGS != 0)
+            || m
+                .access_flags
+                .is_some_and(|f| f & !(QP_ACCESS_FLAGS | QP_ACCESS_IGNORED) != 0)
+            // The rings cannot be resized: a size they already meet is no change.
+            || m.cap.is_some_and(|c| !caps_meet(this, &c))
             || m.max_rd_atomic
                 .is_some_and(|o| o > LIMITS.max_qp_init_rd_atom)
             || m.max_dest_rd_atomic
@@ -333,7 +358,7 @@ impl RiwQp {
         {
             return Err(EINVAL);
         }
-        q.access_flags = m.access_flags.unwrap_or(q.access_flags);
+        q.access_flags = m.access_flags.map_or(q.access_flags, |f| f & QP_ACCESS_FLAGS);
         q.max_rd_atomic = m.max_rd_atomic.unwrap_or(q.max_rd_atomic);
         q.max_dest_rd_atomic = m.max_dest_rd_atomic.unwrap_or(q.max_dest_rd_atomic);
         if next == QpState::Reset {
@@ -378,10 +403,14 @@ impl RiwQp {
         true
     }
 
-    pub(crate) fn query(&self) -> QpAttr {
+    pub(crate) fn query(&self, dev: &Device<RiwDevice>) -> QpAttr {
+        let path_mtu = Mtu::not_above(dev.netdev().map_or(0, |nd| nd.mtu()));
         let q = self.mutable.lock();
         QpAttr {
             state: q.state,
+            // In SQD the connection closes once what was posted has gone.
+            sq_draining: q.state == QpState::Sqd,
+            path_mtu,
             access_flags: q.access_flags,
             caps: self.caps,
             max_rd_atomic: q.max_rd_atomic,
@@ -734,8 +763,9 @@ fn flushed_send(sqe: &uapi::siw_sqe, qp_num: u32) -> Completion {
 
 /// The QP state transitions a consumer may ask of an iWARP RC QP: those of the verbs
 /// specification, except that RTS is entered by the connection manager once the
-/// connection is established, never by a plain `modify_qp` from RTR, and that SQE (an
-/// unreliable-transport state) is never entered.
+/// connection is established, never by a plain `modify_qp` from RTR, that SQE (an
+/// unreliable-transport state) is never entered, and that SQD, iWARP's Closing (what was
+/// posted goes out, then the connection closes), is never left for RTS.
 fn transition_allowed(from: QpState, to: QpState) -> bool {
     use QpState::*;
     matches!(
@@ -749,6 +779,5 @@ fn transition_allowed(from: QpState, to: QpState) -> bool {
             | (Rts, Rts)
             | (Rts, Sqd)
             | (Sqd, Sqd)
-            | (Sqd, Rts)
     )
 }

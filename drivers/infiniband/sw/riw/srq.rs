@@ -4,6 +4,7 @@
 //! with a limit that raises an event when few receives remain.
 
 use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{Device, QueueMemory, RecvChain, Srq, SrqAttr, SrqModify, UData};
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::qp::{post_receives, ring_depth, RingCursor};
@@ -76,10 +77,11 @@ impl RiwSrq {
         dev.srqs.put();
     }
 
-    /// Arms the limit; the ring cannot be resized.
+    /// Arms the limit. The ring cannot be resized: a size it already has room for is no
+    /// change, a larger one is not supported.
     pub(crate) fn modify(&self, m: &SrqModify) -> Result {
-        if m.max_wr.is_some() {
-            return Err(EINVAL);
+        if m.max_wr.is_some_and(|n| n > self.num_rqe) {
+            return Err(EOPNOTSUPP());
         }
         if let Some(limit) = m.srq_limit {
             if limit > self.num_rqe {

@@ -13,7 +13,7 @@
 //! (see `rx`).
 
 use crate::crc::KernelCrc32c;
-use crate::device::RiwDevice;
+use crate::device::{RiwDevice, MAX_MSG_SIZE};
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
@@ -32,11 +32,18 @@ use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// Largest message, as the device advertises it.
-const MAX_MESSAGE: u64 = 1 << 31;
 
 /// The sink STag of a zero-length Read, which has no local buffer: never 0.
 const ZERO_READ_SINK_STAG: u32 = 1;
+
+/// FPDUs of a message that are copied are framed together, up to this many bytes, and
+/// handed to the socket in one call: one FPDU per TCP segment costs no more calls than
+/// FPDUs of many segments.
+const TX_BATCH_BYTES: usize = 16384;
+
+/// TCP segments an FPDU may span toward a peer that agreed to larger FPDUs in the MPA
+/// exchange (about 16 KiB over a 1500-byte MTU).
+const LARGE_FPDU_SEGMENTS: u32 = 11;
 
 /// How a send run ended.
 pub(crate) enum TxEnd {
@@ -185,6 +192,8 @@ struct Message {
 pub(crate) struct Sender {
     crc: bool,
     max_ulpdu: u16,
+    /// The most buffer bytes one FPDU takes.
+    max_frame: usize,
     /// Next MSN on the Send queue.
     send_msn: u32,
     /// Next MSN on the Read Request queue.
@@ -192,7 +201,8 @@ pub(crate) struct Sender {
     /// The FPDU being handed to the socket: `frame[..frame_head]`, then, if the payload
     /// goes zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
     /// `frame[frame_head..frame_len]` (its trailer). `sent` counts what went, in that
-    /// order.
+    /// order. Copied FPDUs of one message are framed one after the other, up to the
+    /// buffer's size, before they go (`frame_head` is then `frame_len`).
     frame: KVVec<u8>,
     frame_head: usize,
     frame_len: usize,
@@ -246,15 +256,21 @@ pub(crate) enum Wake {
 
 impl Sender {
     /// A sender for a connection with CRC on or off, over a path of `mss`-byte segments.
-    pub(crate) fn new(crc: bool, mss: u32, ord: u32) -> Result<Self> {
-        // Larger FPDUs than one segment cost the receiver nothing (FPDUs are parsed from
-        // the stream; RFC 5044 receivers must take them) and save framing and socket calls.
-        let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(params::fpdu_segments()));
-        let len = MAX_FRAME_HEADER_LEN + usize::from(max_ulpdu) + MAX_TRAILER_LEN;
-        let frame = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+    /// Each FPDU fits one segment (the MULPDU of RFC 5044) unless the peer agreed to
+    /// `large_fpdus` in the MPA exchange, or the operator set `fpdu_segments`.
+    pub(crate) fn new(crc: bool, mss: u32, ord: u32, large_fpdus: bool) -> Result<Self> {
+        let segments = params::fpdu_segments().unwrap_or(if large_fpdus {
+            LARGE_FPDU_SEGMENTS
+        } else {
+            1
+        });
+        let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(segments));
+        let max_frame = MAX_FRAME_HEADER_LEN + usize::from(max_ulpdu) + MAX_TRAILER_LEN;
+        let frame = KVVec::from_elem(0u8, max_frame.max(TX_BATCH_BYTES), GFP_KERNEL)?;
         Ok(Self {
             crc,
             max_ulpdu,
+            max_frame,
             send_msn: 1,
             read_msn: 1,
             frame,
@@ -296,6 +312,19 @@ impl Sender {
 
     fn frame_total(&self) -> usize {
         self.frame_len + self.zero_copy_len
+    }
+
+    /// Whether the next FPDU of the current message is framed behind the copied ones
+    /// waiting in the buffer, rather than those going first: more of the message follows,
+    /// nothing of the buffer went yet, another FPDU fits, and the budget allows one.
+    #[inline(always)]
+    fn batching(&self, budget: u32) -> bool {
+        self.frame_more
+            && self.zero_copy_len == 0
+            && self.sent == 0
+            && budget != 0
+            && self.message.is_some()
+            && self.frame_len + self.max_frame <= self.frame.len()
     }
 
     /// A frame of `len` bytes, all of it in the frame buffer.
@@ -375,7 +404,7 @@ impl Sender {
             self.ring_more = true;
         }
         loop {
-            if self.sent < self.frame_total() {
+            if self.sent < self.frame_total() && !self.batching(budget) {
                 match self.push(sock, self.frame_more) {
                     Ok(true) => {
                         if let Some(work) = self.unreported.take() {
@@ -844,7 +873,7 @@ impl Sender {
             0
         };
         let total = Self::fill_sources(dev, qp, sqe, rights, &mut self.sources)?;
-        if total > MAX_MESSAGE {
+        if total > u64::from(MAX_MSG_SIZE) {
             return Err(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR);
         }
         let work = SendWork::new(sqe, total as u32);
@@ -964,9 +993,18 @@ impl Sender {
     }
 
     /// Builds the FPDU of `segment` of the current message into the frame buffer, its
-    /// payload copied in, or if the message goes `zero_copy` only its header and trailer.
+    /// payload copied in (behind copied FPDUs not sent yet, see `batching`), or if the
+    /// message goes `zero_copy` only its header and trailer.
     #[inline(always)]
     fn build(&mut self, dev: &Device<RiwDevice>, segment: &Segment, zero_copy: bool) -> Result {
+        let base = if self.sent < self.frame_total() {
+            if zero_copy || self.zero_copy_len != 0 || self.sent != 0 {
+                return Err(EINVAL);
+            }
+            self.frame_len
+        } else {
+            0
+        };
         let Self {
             template,
             sources,
@@ -975,6 +1013,7 @@ impl Sender {
             crc,
             ..
         } = self;
+        let frame = frame.get_mut(base..).ok_or(EINVAL)?;
         let (offset, len) = (segment.offset, segment.len as usize);
         let (mut writer, head) =
             FpduWriter::<KernelCrc32c>::begin_segment(template, segment, *crc, frame)
@@ -995,7 +1034,7 @@ impl Sender {
         let tail = writer
             .finish(frame.get_mut(body_end..).ok_or(EINVAL)?)
             .map_err(|_| EINVAL)?;
-        self.frame_len = body_end + tail;
+        self.frame_len = base + body_end + tail;
         // A frame wholly in the buffer goes in one socket call, not two around its payload.
         self.frame_head = if zero_copy_len == 0 {
             self.frame_len

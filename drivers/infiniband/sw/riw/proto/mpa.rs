@@ -16,7 +16,11 @@
 //! iw_cxgb4 set on revision 2 frames that carry the IRD/ORD words, and
 //! require before reading them. P: peer-to-peer mode; S, W, Rd: the
 //! ready-to-receive message types, a zero-length Send, RDMA Write or RDMA
-//! Read Request. Other reserved bits are sent as zero and ignored.
+//! Read Request. L (0x08 of the flags, "Res" in RFC 5044) is the bit Linux siw
+//! calls its GSO flag: the sender takes FPDUs larger than one TCP segment, and
+//! sends them if the other side sets it too. Implementations that do not know
+//! it ignore it, as RFC 5044 asks of reserved bits. Other reserved bits are
+//! sent as zero and ignored.
 
 use super::wire::{Reader, Writer};
 use super::Error;
@@ -40,6 +44,7 @@ const FLAG_MARKERS: u8 = 0x80;
 const FLAG_CRC: u8 = 0x40;
 const FLAG_REJECT: u8 = 0x20;
 const FLAG_ENHANCED: u8 = 0x10;
+const FLAG_LARGE_FPDUS: u8 = 0x08;
 const IRD_PEER_TO_PEER: u16 = 0x8000;
 const IRD_RTR_SEND: u16 = 0x4000;
 const ORD_RTR_WRITE: u16 = 0x8000;
@@ -200,6 +205,9 @@ pub struct MpaFrame<'a> {
     pub crc: bool,
     /// The responder rejects the connection (replies only).
     pub reject: bool,
+    /// The sender takes FPDUs larger than one TCP segment (request), or both
+    /// sides may send them (reply).
+    pub large_fpdus: bool,
     /// Revision.
     pub revision: MpaRevision,
     /// The IRD/ORD words, sent with the enhanced flag in revision 2.
@@ -213,6 +221,7 @@ struct FrameHeader {
     markers: bool,
     crc: bool,
     reject: bool,
+    large_fpdus: bool,
     enhanced: bool,
     revision: MpaRevision,
     pd_len: usize,
@@ -254,6 +263,7 @@ impl FrameHeader {
             markers: flags & FLAG_MARKERS != 0,
             crc: flags & FLAG_CRC != 0,
             reject,
+            large_fpdus: flags & FLAG_LARGE_FPDUS != 0,
             enhanced,
             revision,
             pd_len,
@@ -273,6 +283,7 @@ impl FrameHeader {
             markers: self.markers,
             crc: self.crc,
             reject: self.reject,
+            large_fpdus: self.large_fpdus,
             revision: self.revision,
             enhanced,
             private_data: r.remaining(),
@@ -332,6 +343,7 @@ impl<'a> MpaFrame<'a> {
             (self.crc, FLAG_CRC),
             (self.reject, FLAG_REJECT),
             (self.enhanced.is_some(), FLAG_ENHANCED),
+            (self.large_fpdus, FLAG_LARGE_FPDUS),
         ] {
             if on {
                 flags |= bit;
@@ -475,6 +487,10 @@ pub struct MpaConfig {
     pub crc: bool,
     /// Inbound RDMA Read depth offered.
     pub ird: u16,
+    /// The most inbound RDMA Read depth this side can provide: the IRD is
+    /// raised up to it to meet the peer's ORD (relaxed negotiation, as
+    /// iw_cxgb4 and siw do), rather than failing the connection.
+    pub ird_max: u16,
     /// Outbound RDMA Read depth wanted.
     pub ord: u16,
     /// Initiator: request peer-to-peer mode (revision 2 only).
@@ -482,6 +498,8 @@ pub struct MpaConfig {
     /// Ready-to-receive types this side can send (initiator) or accept
     /// (responder).
     pub rtr: RtrModes,
+    /// Offer to take FPDUs larger than one TCP segment.
+    pub large_fpdus: bool,
 }
 
 /// What the MPA exchange settled.
@@ -500,6 +518,12 @@ pub struct Negotiated {
     /// Peer-to-peer mode: the initiator sends this ready-to-receive message
     /// first, and the responder sends nothing until it arrives.
     pub rtr: Option<RtrMode>,
+    /// Initiator: the reply advertised no ready-to-receive type of those
+    /// offered. iw_cxgb4 responders reply with their own configured type
+    /// whatever was offered, and then expect the one offered: `rtr` is that.
+    pub rtr_mismatch: bool,
+    /// Both sides take FPDUs larger than one TCP segment.
+    pub large_fpdus: bool,
 }
 
 impl MpaConfig {
@@ -520,6 +544,7 @@ impl MpaConfig {
             markers: false,
             crc: self.crc,
             reject: false,
+            large_fpdus: self.large_fpdus,
             revision: self.revision,
             enhanced,
             private_data,
@@ -537,6 +562,7 @@ impl MpaConfig {
         request.expect(FrameKind::Request, Error::MpaRejectInRequest)?;
         let revision = self.revision.min(request.revision);
         let crc = self.crc || request.crc;
+        let large_fpdus = self.large_fpdus && request.large_fpdus;
         let mut settled = Negotiated {
             revision,
             crc,
@@ -544,12 +570,15 @@ impl MpaConfig {
             ird: self.ird,
             ord: self.ord,
             rtr: None,
+            rtr_mismatch: false,
+            large_fpdus,
         };
         let mut enhanced = None;
         if let (MpaRevision::V2, Some(theirs)) = (revision, request.enhanced) {
-            // Never promise more reads than the peer takes or issues.
+            // Never promise more reads than the peer issues or takes; provide as many
+            // as it issues, up to what this side can (relaxed negotiation).
             settled.enhanced = true;
-            settled.ird = self.ird.min(theirs.ord);
+            settled.ird = theirs.ord.min(self.ird.max(self.ird_max));
             settled.ord = self.ord.min(theirs.ird);
             if theirs.peer_to_peer {
                 let mode = theirs
@@ -571,6 +600,7 @@ impl MpaConfig {
             markers: false,
             crc,
             reject: false,
+            large_fpdus,
             revision,
             enhanced,
             private_data,
@@ -593,6 +623,7 @@ impl MpaConfig {
             markers: false,
             crc: false,
             reject: true,
+            large_fpdus: false,
             revision,
             enhanced,
             private_data,
@@ -619,13 +650,16 @@ impl MpaConfig {
             ird: self.ird,
             ord: self.ord,
             rtr: None,
+            rtr_mismatch: false,
+            large_fpdus: self.large_fpdus && reply.large_fpdus,
         };
         if reply.revision == MpaRevision::V2 {
             // We sent the IRD/ORD words; a revision 2 reply must answer them.
             let theirs = reply.enhanced.ok_or(mismatch)?;
-            if theirs.ord > self.ird {
+            // An IRD below the responder's ORD is raised as far as this side can.
+            if theirs.ord > self.ird.max(self.ird_max) {
                 return Err(Error::MpaInsufficientIrd {
-                    ird: self.ird,
+                    ird: self.ird.max(self.ird_max),
                     peer_ord: theirs.ord,
                 });
             }
@@ -633,12 +667,16 @@ impl MpaConfig {
             settled.ird = theirs.ord;
             settled.ord = self.ord.min(theirs.ird);
             if self.peer_to_peer && theirs.peer_to_peer {
-                let mode = theirs
-                    .rtr
-                    .intersect(self.rtr)
-                    .preferred()
-                    .ok_or(Error::MpaNoMatchingRtr)?;
-                settled.rtr = Some(mode);
+                let offered = self.rtr.preferred().ok_or(Error::MpaNoMatchingRtr)?;
+                // A reply naming none of the types offered (iw_cxgb4's names its own
+                // configured type) gets the one offered, which such a responder expects.
+                settled.rtr = match theirs.rtr.intersect(self.rtr).preferred() {
+                    Some(mode) => Some(mode),
+                    None => {
+                        settled.rtr_mismatch = true;
+                        Some(offered)
+                    }
+                };
             }
         }
         Ok(settled)
@@ -667,9 +705,11 @@ mod tests {
             revision: MpaRevision::V2,
             crc: false,
             ird: 16,
+            ird_max: 16,
             ord: 32,
             peer_to_peer: false,
             rtr: RtrModes::ALL,
+            large_fpdus: false,
         }
     }
 
@@ -786,6 +826,7 @@ mod tests {
         };
         let responder = MpaConfig {
             ird: 8,
+            ird_max: 8,
             ord: 8,
             ..config()
         };
@@ -802,6 +843,92 @@ mod tests {
         let ours = initiator.complete(&parsed).unwrap();
         assert_eq!(ours.rtr, Some(RtrMode::Read));
         assert_eq!((ours.ird, ours.ord), (8, 8));
+    }
+
+    /// A reply as iw_cxgb4 sends it by default: revision 2, CRC and enhanced, P2P
+    /// with a Read RTR (its module-wide type, whatever was offered), IRD/ORD 32.
+    const CXGB4_REPLY: [u8; 24] = [
+        b'M', b'P', b'A', b' ', b'I', b'D', b' ', b'R', b'e', b'p', b' ', b'F', b'r', b'a', b'm',
+        b'e', // key
+        0x50, // C=1 E=1
+        0x02, // revision 2
+        0x00, 0x04, // PD_Length: the IRD/ORD words only
+        0x80, 0x20, // P=1 IRD 32
+        0x40, 0x20, // Rd=1 ORD 32
+    ];
+
+    #[test]
+    fn cxgb4_responder_gets_the_rtr_offered() {
+        let initiator = MpaConfig {
+            crc: true,
+            ird: 8,
+            ird_max: 32,
+            peer_to_peer: true,
+            rtr: RtrModes::only(RtrMode::Write),
+            ..config()
+        };
+        let (reply, _) = MpaFrame::decode(&CXGB4_REPLY, FrameKind::Reply).unwrap();
+        let ours = initiator.complete(&reply).unwrap();
+        // The Write offered goes, and the mismatch is reported for the log.
+        assert_eq!(ours.rtr, Some(RtrMode::Write));
+        assert!(ours.rtr_mismatch);
+        // Its ORD 32 is met by raising the IRD, within what this side can provide.
+        assert_eq!((ours.ird, ours.ord), (32, 32));
+        let small = MpaConfig {
+            ird_max: 16,
+            ..initiator
+        };
+        assert_eq!(
+            small.complete(&reply),
+            Err(Error::MpaInsufficientIrd {
+                ird: 16,
+                peer_ord: 32
+            })
+        );
+        // A reply naming a type offered is no mismatch.
+        let both = MpaConfig {
+            rtr: RtrModes::ALL,
+            ..initiator
+        };
+        let ours = both.complete(&reply).unwrap();
+        assert_eq!((ours.rtr, ours.rtr_mismatch), (Some(RtrMode::Read), false));
+    }
+
+    #[test]
+    fn responder_raises_ird_to_initiator_ord() {
+        let responder = MpaConfig {
+            ird: 4,
+            ird_max: 16,
+            ..config()
+        };
+        let request = MpaConfig { ord: 12, ..config() }.request(&[]);
+        let (reply, theirs) = responder.respond(&request, &[]).unwrap();
+        assert_eq!(theirs.ird, 12);
+        assert_eq!(reply.enhanced.unwrap().ird, 12);
+        let request = MpaConfig { ord: 40, ..config() }.request(&[]);
+        assert_eq!(responder.respond(&request, &[]).unwrap().1.ird, 16);
+    }
+
+    #[test]
+    fn large_fpdus_only_when_both_offer() {
+        let large = MpaConfig {
+            large_fpdus: true,
+            ..config()
+        };
+        let mut out = [0u8; 64];
+        let n = large.request(&[]).encode(&mut out).unwrap();
+        assert_eq!(out[16], 0x18);
+        let (request, _) = MpaFrame::decode(&out[..n], FrameKind::Request).unwrap();
+        assert!(request.large_fpdus);
+        let (reply, theirs) = large.respond(&request, &[]).unwrap();
+        assert!(theirs.large_fpdus && reply.large_fpdus);
+        assert!(large.complete(&reply).unwrap().large_fpdus);
+        // A peer that does not set the bit (siw by default, hardware) gets none.
+        let (reply, theirs) = config().respond(&request, &[]).unwrap();
+        assert!(!theirs.large_fpdus && !reply.large_fpdus);
+        assert!(!large.complete(&reply).unwrap().large_fpdus);
+        let (_, theirs) = large.respond(&config().request(&[]), &[]).unwrap();
+        assert!(!theirs.large_fpdus);
     }
 
     #[test]

@@ -45,9 +45,11 @@ fn main() {
         revision: MpaRevision::V2,
         crc: false,
         ird: 16,
+        ird_max: 16,
         ord: 16,
         peer_to_peer: true,
         rtr: RtrModes::ALL,
+        large_fpdus: true,
     };
     let mut buf = [0u8; MPA_MAX_FRAME_LEN];
     let n = config.request(b"seed").encode(&mut buf).unwrap();

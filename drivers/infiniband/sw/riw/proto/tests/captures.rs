@@ -410,9 +410,11 @@ fn initiator_config(request: &MpaFrame<'_>) -> MpaConfig {
         revision: request.revision,
         crc: request.crc,
         ird: e.map_or(0, |e| e.ird),
+        ird_max: e.map_or(0, |e| e.ird),
         ord: e.map_or(0, |e| e.ord),
         peer_to_peer: e.is_some_and(|e| e.peer_to_peer),
         rtr: e.map_or(RtrModes::NONE, |e| e.rtr),
+        large_fpdus: request.large_fpdus,
     }
 }
 
@@ -773,9 +775,11 @@ mod synthetic {
             revision: MpaRevision::V2,
             crc: true,
             ird: 4,
+            ird_max: 4,
             ord: 4,
             peer_to_peer: false,
             rtr: RtrModes::ALL,
+            large_fpdus: false,
         };
         let mut req = vec![0u8; 600];
         let n = cfg.request(b"rping").encode(&mut req).unwrap();

@@ -352,6 +352,7 @@ proptest! {
             markers: flags[0],
             crc: flags[1],
             reject: flags[2] && reply,
+            large_fpdus: rtr[2],
             revision: if v2 { MpaRevision::V2 } else { MpaRevision::V1 },
             enhanced: (v2 && flags[3]).then_some(EnhancedParams {
                 ird,
@@ -383,23 +384,29 @@ proptest! {
         depths in any::<[u8; 4]>(),
         p2p in any::<bool>(),
         modes in any::<[bool; 6]>(),
+        large in any::<[bool; 2]>(),
+        ird_max in any::<[u8; 2]>(),
     ) {
         let rev = |v2| if v2 { MpaRevision::V2 } else { MpaRevision::V1 };
         let initiator = MpaConfig {
             revision: rev(init_v2),
             crc: crcs[0],
             ird: depths[0].into(),
+            ird_max: ird_max[0].into(),
             ord: depths[1].into(),
             peer_to_peer: p2p,
             rtr: RtrModes { write: modes[0], read: modes[1], send: modes[2] },
+            large_fpdus: large[0],
         };
         let responder = MpaConfig {
             revision: rev(resp_v2),
             crc: crcs[1],
             ird: depths[2].into(),
+            ird_max: ird_max[1].into(),
             ord: depths[3].into(),
             peer_to_peer: false,
             rtr: RtrModes { write: modes[3], read: modes[4], send: modes[5] },
+            large_fpdus: large[1],
         };
         let mut buf = [0u8; MPA_MAX_FRAME_LEN];
         let n = initiator.request(b"pd").encode(&mut buf).unwrap();
@@ -413,6 +420,9 @@ proptest! {
                 prop_assert_eq!(ours.crc, crcs[0] || crcs[1]);
                 prop_assert_eq!(ours.revision, theirs.revision);
                 prop_assert_eq!(ours.rtr, theirs.rtr);
+                prop_assert!(!ours.rtr_mismatch);
+                prop_assert_eq!(ours.large_fpdus, theirs.large_fpdus);
+                prop_assert_eq!(ours.large_fpdus, large[0] && large[1]);
                 if ours.enhanced {
                     // Neither side may issue more reads than the other takes.
                     prop_assert!(ours.ord <= theirs.ird);

@@ -53,9 +53,11 @@ fuzz_target!(|data: &[u8]| {
                 revision: MpaRevision::V2,
                 crc: flags & 2 != 0,
                 ird: u16::from(flags >> 4),
+                ird_max: u16::from(flags >> 2),
                 ord: u16::from(flags & 0xc),
                 peer_to_peer: flags & 2 != 0,
                 rtr: RtrModes::ALL,
+                large_fpdus: flags & 1 != 0,
             };
             match kind {
                 FrameKind::Request => {
