@@ -23,6 +23,7 @@
 # NAME_data (rping's iterations with the data checked on both sides), NAME_crc (the CRC32c of
 # every FPDU riw sent) and NAME_mss (every FPDU riw sent fits the connection's MSS: no longer
 # on the wire than one TCP segment, as toward any peer that did not agree to more).
+# RIW_LONG (make check-long) adds runs of more sizes.
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -43,6 +44,16 @@ RUNS=(
 	"initiator init_64k 65535 3 7812 0"
 	"term_for_rtr init_term - - 7813 0"
 )
+# make check-long: 64 KiB in peer-to-peer mode, and sizes just past one segment's ULPDU
+# (1442 bytes) and eleven segments' (15922).
+if [ -n "${RIW_LONG:-}" ]; then
+	RUNS+=(
+		"responder resp_p2p_64k 65535 3 7805 1"
+		"responder resp_1443 1443 10 7806 0"
+		"initiator init_1443 1443 10 7814 0"
+		"initiator init_15923 15923 5 7815 0"
+	)
+fi
 
 ktap_print_header
 tmp=$(mktemp -d)
