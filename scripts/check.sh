@@ -47,8 +47,11 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# One guest per pattern; the two directions of interoperability each get one. The
 	# smoke test keeps its own too: siw is unloaded at its end, and a lockdep report that
 	# came later would show siw's saved stack traces under the symbols of whatever module
-	# was loaded at those addresses since, which would hide whose report it is.
-	with_siw=('riw_smoke\.sh' 'riw_(cm|data)_riw_siw\.sh' 'riw_(cm|data)_siw_riw\.sh')
+	# was loaded at those addresses since, which would hide whose report it is. The
+	# pyverbs suite, whose reference run is on siw, joins the shorter interoperability
+	# guest rather than booting one more.
+	with_siw=('riw_smoke\.sh' 'riw_(cm|data|compat)_riw_siw\.sh'
+		'(riw_(cm|data|compat)_siw_riw|riw_pyverbs)\.sh')
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest

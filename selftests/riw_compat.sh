@@ -1,0 +1,239 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Third-party RDMA programs from Debian, unmodified, between a server device on veth1
+# (namespace 1, 192.0.2.2) and a client device on veth0 (namespace 0, 192.0.2.1):
+#
+#   riw_compat.sh [SERVER_DRIVER CLIENT_DRIVER]     riw or siw each; default riw riw
+#
+#   qperf       (qperf) over rdma_cm: rc_bw, rc_lat, rc_rdma_read_bw and rc_rdma_read_lat,
+#               each polling its CQs and waiting for completion events, and
+#               rc_rdma_write_poll_lat (plain WRITEs, the peer polls memory). Its other
+#               write tests post WRITE with immediate data, which the soft-iWARP user ABI
+#               refuses: reported as skipped.
+#   libfabric   (libfabric-bin) with its verbs provider: fi_info lists both devices, and
+#               fi_pingpong with data checks (-c) over MSG endpoints (rdma_cm) and over RDM
+#               endpoints (verbs;ofi_rxm), small and 64 KiB messages
+#   rsockets    (rdmacm-utils) rstream and riostream verifying their data (-T v), rstream
+#               with blocking and with nonblocking calls; rcopy copies a file, compared
+#               byte for byte. Not rstream's asynchronous mode (-T a): it takes the POLLHUP
+#               that rsockets reports with the last data, once the peer has closed, for an
+#               error, so its client fails whenever the server finishes first, on any device.
+#   cmtime      (rdmacm-utils) connection setup and teardown of many connections at once
+#   fio         (fio) its rdma engine: RDMA WRITE and RDMA READ I/O against a peer fio. Not
+#               its SEND mode: it sends before the peer has reposted its receives, which
+#               only works with InfiniBand's RNR retry; iWARP has none (RFC 5041: no
+#               buffer available) and terminates the connection.
+#
+# riw_compat_riw_siw.sh and riw_compat_siw_riw.sh run it against siw both ways. A program that
+# fails between two siw devices as well is reported "XFAIL siw: why" where siw takes part.
+# Not here: UD and multicast programs (udaddy, udpong, mckey: iWARP has neither), programs
+# that connect QPs by GID without rdma_cm (ibv_*_pingpong), UCX (no iWARP support), and what
+# riw_cm.sh and riw_data.sh already run (rping, perftest, rdma_server/client, ucmatose).
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+srv_drv=${1:-riw}
+cli_drv=${2:-riw}
+for d in "$srv_drv" "$cli_drv"; do
+	case $d in
+	riw | siw) ;;
+	*) echo "usage: $0 [riw|siw riw|siw]" >&2; exit 2 ;;
+	esac
+done
+srv_dev=cps0 cli_dev=cpc0
+SRV4=192.0.2.2
+with_siw=
+[ "$srv_drv" != siw ] && [ "$cli_drv" != siw ] || with_siw=1
+
+QPERF_TESTS=(rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat)
+QPERF_IMM_TESTS=(rc_rdma_write_bw rc_rdma_write_lat)
+# Endpoint type, provider, message size: RDM's 64 KiB go by rendezvous (RDMA READ).
+FI_PINGPONG=("msg verbs 64" "msg verbs 65536" "rdm verbs;ofi_rxm 64" "rdm verbs;ofi_rxm 65536")
+FIO_VERBS=(write read)
+
+ktap_print_header
+ktap_set_plan $((${#QPERF_TESTS[@]} * 2 + 1 + ${#QPERF_IMM_TESTS[@]} + 2 +
+	${#FI_PINGPONG[@]} + 4 + 1 + ${#FIO_VERBS[@]}))
+
+riw_pair_setup "$srv_drv" "$cli_drv"
+in1 rdma link add "$srv_dev" type "$srv_drv" netdev "$RIW_DEV1"
+in0 rdma link add "$cli_dev" type "$cli_drv" netdev "$RIW_DEV0"
+riw_defer rdma link delete "$cli_dev"
+riw_defer rdma link delete "$srv_dev"
+tmp=$(mktemp -d)
+riw_defer rm -rf "$tmp"
+echo "# server $srv_dev ($srv_drv) on $RIW_DEV1 $SRV4, client $cli_dev ($cli_drv) on" \
+	"$RIW_DEV0 $RIW_ADDR0; timeout scale $RIW_TIMEOUT_SCALE"
+
+listening() { # PORT
+	[ -n "$(in1 ss -Htln "sport = :$1")" ]
+}
+
+# Ends what still runs in namespace NS: a server that serves on, or one left behind.
+ns_kill() { # NS
+	local pids
+	pids=$(ip netns pids "$1")
+	[ -n "$pids" ] || return 0
+	# shellcheck disable=SC2086 # one pid a word
+	kill $pids 2>/dev/null
+	ns_empty() { [ -z "$(ip netns pids "$1")" ]; }
+	riw_poll 2 ns_empty "$1" || kill -KILL $(ip netns pids "$1") 2>/dev/null
+}
+riw_defer ns_kill "$RIW_NS1"
+riw_defer ns_kill "$RIW_NS0"
+
+# A server command in namespace 1 and, once it listens on PORT, a client command in
+# namespace 0. Both must exit 0, else the status is the client's failure, or the server's;
+# with DAEMON=1 the server serves on and is ended once the client is done, its status
+# not counted. The server's output is shown after the client's.
+pair() { # PORT SERVER_CMD... -- CLIENT_CMD...
+	local port=$1 srv=() rc=0 spid st=0
+	shift
+	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	in1 "${srv[@]}" >"$tmp/srv.log" 2>&1 &
+	spid=$!
+	riw_poll 10 listening "$port" || echo "nothing listens on port $port"
+	in0 "$@" || rc=$?
+	gone() { ! kill -0 "$spid" 2>/dev/null; }
+	if [ "${DAEMON:-0}" = 1 ]; then
+		ns_kill "$RIW_NS1"
+	elif [ $rc -ne 0 ] && ! riw_poll 5 gone; then
+		echo "the server still runs: killed"
+		ns_kill "$RIW_NS1"
+	fi
+	wait "$spid" || { st=$?; [ $rc -ne 0 ] || [ "${DAEMON:-0}" = 1 ] || rc=$st; }
+	sed 's/^/server: /' "$tmp/srv.log"
+	return $rc
+}
+
+# A program's check: a pass, or where siw takes part and its output matches SIW_FAILURE, a
+# failure of siw's own (known from siw<->siw runs): "XFAIL siw: SIW_WHY".
+compat_check() { # DESC SECONDS SIW_FAILURE SIW_WHY CMD...
+	local desc=$1 secs=$2 pattern=$3 why=$4 rc=0
+	shift 4
+	riw_run "$secs" "$@" >"$tmp/check.log" || rc=$?
+	cat "$tmp/check.log"
+	if [ $rc -eq 0 ]; then
+		ktap_test_pass "$desc"
+	elif [ -n "$with_siw" ] && [ -n "$pattern" ] && grep -Eq -- "$pattern" "$tmp/check.log"; then
+		__ktap_test ok "$desc" "XFAIL siw: $why"
+		KTAP_CNT_PASS=$((KTAP_CNT_PASS + 1))
+	else
+		ktap_test_fail "$desc"
+	fi
+}
+
+# Client commands end within LIMIT seconds (times the scale) or are killed.
+LIMIT=20
+lim=$((LIMIT * RIW_TIMEOUT_SCALE))
+
+# qperf: a server per test (it forks a child per test and waits for it, so a stuck child
+# would block the next test), its control port PORT; the client names the test.
+qperf_run() { # PORT QPERF_OPTIONS... TEST
+	local port=$1
+	shift
+	DAEMON=1 pair "$port" qperf -lp "$port" -- \
+		timeout "$lim" qperf "$SRV4" -lp "$port" -cm1 -t 1 -to $((5 * RIW_TIMEOUT_SCALE)) \
+		"$@" >"$tmp/qperf.log" 2>&1 || { cat "$tmp/qperf.log"; return 1; }
+	cat "$tmp/qperf.log"
+	grep -Eq '(bw|latency) += +[0-9.]+' "$tmp/qperf.log"
+}
+
+# Only rc_lat gives every QP both queues: the streaming and read tests' servers create QPs
+# without a send queue, which siw refuses (EINVAL), and their clients (and both sides of
+# rc_rdma_write_poll_lat) QPs without a receive queue, whose empty ring siw's provider
+# fails to map (EINVAL).
+qperf_siw_failure='failed to create QP: Invalid argument'
+qperf_siw_why='siw refuses a QP without a send queue, and its provider one without a receive queue'
+qperf_check() { # PORT DESC QPERF_OPTIONS... TEST
+	local port=$1 desc=$2 pattern= why=
+	shift 2
+	if [ "${*: -1}" != rc_lat ]; then
+		pattern=$qperf_siw_failure why=$qperf_siw_why
+	fi
+	compat_check "$desc" $LIMIT "$pattern" "$why" qperf_run "$port" "$@"
+}
+port=7800
+for t in "${QPERF_TESTS[@]}"; do
+	for mode in 1 0; do
+		port=$((port + 1))
+		how=$([ $mode = 1 ] && echo "polling its CQs" || echo "waiting for CQ events")
+		qperf_check $port "qperf -cm1 $t, $how" -cp $mode "$t"
+	done
+done
+port=$((port + 1))
+qperf_check $port "qperf -cm1 rc_rdma_write_poll_lat" rc_rdma_write_poll_lat
+for t in "${QPERF_IMM_TESTS[@]}"; do
+	__ktap_test ok "qperf -cm1 $t" \
+		"SKIP posts RDMA WRITE with immediate data, which the soft-iWARP user ABI refuses"
+	KTAP_CNT_SKIP=$((KTAP_CNT_SKIP + 1))
+done
+
+# libfabric's verbs provider finds each device through the addresses of its namespace.
+fi_lists() { # IN DEV
+	local out
+	out=$("$1" fi_info -p verbs) || { echo "$out"; return 1; }
+	echo "$out"
+	grep -Eq "^ *domain: $2\$" <<<"$out"
+}
+compat_check "fi_info -p verbs lists $srv_dev" $LIMIT "" "" fi_lists in1 $srv_dev
+compat_check "fi_info -p verbs lists $cli_dev" $LIMIT "" "" fi_lists in0 $cli_dev
+
+port=7850
+for t in "${FI_PINGPONG[@]}"; do
+	port=$((port + 1))
+	read -r ep prov size <<<"$t"
+	args=(-p "$prov" -e "$ep" -I 20 -S "$size" -c)
+	# RDM's resources are set up inside fi_enable(): libfabric's warnings name what failed.
+	env=()
+	[ "$ep" = msg ] || env=(env FI_LOG_LEVEL=warn)
+	compat_check "fi_pingpong -p '$prov' -e $ep: 20 round trips of $size bytes, checked" \
+		$LIMIT "" "" pair $port timeout "$lim" "${env[@]}" fi_pingpong "${args[@]}" -B $port -- \
+		timeout "$lim" "${env[@]}" fi_pingpong "${args[@]}" -P $port $SRV4
+done
+
+# rsockets: both sides verify what they receive (-T v); the server takes the same options.
+port=7870
+for opt in b n; do
+	port=$((port + 1))
+	args=(-p $port -T v -T $opt -S 65536 -C 100)
+	compat_check "rstream -T v -T $opt: 100 transfers of 64 KiB, verified" $LIMIT "" "" \
+		pair $port timeout "$lim" rstream "${args[@]}" -- \
+		timeout "$lim" rstream -s $SRV4 "${args[@]}"
+done
+port=$((port + 1))
+args=(-p $port -T v -S 65536 -C 100)
+compat_check "riostream -T v: 100 transfers of 64 KiB, verified" $LIMIT "" "" \
+	pair $port timeout "$lim" riostream "${args[@]}" -- \
+	timeout "$lim" riostream -s $SRV4 "${args[@]}"
+
+rcopy_file() { # PORT
+	head -c $((3 * 1024 * 1024 + 12345)) /dev/urandom >"$tmp/rcopy.src"
+	DAEMON=1 pair "$1" rcopy -p "$1" -- \
+		timeout "$lim" rcopy "$tmp/rcopy.src" "$SRV4:$tmp/rcopy.dst" -p "$1" &&
+		cmp "$tmp/rcopy.src" "$tmp/rcopy.dst"
+}
+port=$((port + 1))
+compat_check "rcopy: a file of 3 MiB and a bit, compared" $LIMIT "" "" rcopy_file $port
+
+port=$((port + 1))
+DAEMON=1 compat_check "cmtime: 50 connections at once" $LIMIT "" "" \
+	pair $port timeout "$lim" cmtime -b $SRV4 -p $port -c 50 -- \
+	timeout "$lim" cmtime -s $SRV4 -p $port -c 50
+
+# fio's rdma engine: the server's job is rw=read, the client's rw=write with the verb.
+fio_rdma() { # PORT VERB
+	local job=(--ioengine=rdma --port="$1" --bs=64k --size=8m --iodepth=8)
+	pair "$1" timeout "$lim" fio --name=server "${job[@]}" --rw=read -- \
+		timeout "$lim" fio --name=client "${job[@]}" --hostname=$SRV4 --verb="$2" --rw=write
+}
+port=7890
+for v in "${FIO_VERBS[@]}"; do
+	port=$((port + 1))
+	compat_check "fio --ioengine=rdma --verb=$v: 8 MiB in 64 KiB I/Os" $LIMIT "" "" \
+		fio_rdma $port "$v"
+done
+
+ktap_finished
