@@ -12,9 +12,11 @@
 #                                  skipping on siw may only skip or pass on riw)
 #
 # Each device sits alone on its end of the veth pair (siw on veth1 in namespace 1 first, then
-# riw on veth0 in namespace 0), and the suite runs in that device's namespace: the rdma_cm
-# tests take the address of the device's netdev. The vendor tests (mlx5, efa) skip on both.
-# siw's socket callbacks trip lockdep: this suite runs in a guest of its own (check.sh).
+# riw on veth0 in namespace 0), and the suite runs in that device's namespace. The tests draw
+# QP sizes and flags at random: seeded per test, both runs make the same choices. Skipping
+# on both: the vendor tests (mlx5, efa), and the rdma_cm tests, which find the device's
+# address under /sys/class/infiniband/DEV/device/net/, absent for a device on a veth.
+# It loads siw, so check.sh runs it in a guest with the siw suites (siw trips lockdep).
 set -eu
 . "$(dirname "$0")/lib.sh"
 
