@@ -34,11 +34,11 @@ import sys
 import time
 import traceback
 
+import iwarp
+from iwarp import F_CRC, F_ENHANCED, F_MARKERS, F_REJECT, KEY_REP, KEY_REQ, crc32c
+
 SRV = '192.0.2.2'
 CLI = '192.0.2.1'
-KEY_REQ = b'MPA ID Req Frame'
-KEY_REP = b'MPA ID Rep Frame'
-F_MARKERS, F_CRC, F_REJECT, F_ENHANCED = 0x80, 0x40, 0x20, 0x10
 SCALE = int(os.environ.get('RIW_TIMEOUT_SCALE', '1') or 1)
 # How long a listener may take to drop a peer that sends nothing (seconds, scaled). siw
 # takes about 5 s (its MPA request timer).
@@ -198,61 +198,29 @@ def mpa_request(key=KEY_REQ, flags=0, rev=2, pd=b'', enhanced=True, ird=1, ord_=
                 pd_len=None):
     if rev == 2 and enhanced:
         flags |= F_ENHANCED
-        pd = struct.pack('>HH', ird, ord_) + pd
+        pd = iwarp.enhanced_words(ird, ord_) + pd
     if crc:
         flags |= F_CRC
-    return key + bytes([flags, rev]) + struct.pack('>H', len(pd) if pd_len is None
-                                                   else pd_len) + pd
-
-
-def _crc_table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-CRC_TABLE = _crc_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
+    return iwarp.mpa_frame(key, flags, rev, pd, pd_len)
 
 
 def fpdu_send(payload, msn, crc=True, bad=False):
     """An FPDU carrying an untagged RDMA SEND (last segment, queue 0, MSN, MO 0)."""
-    ulpdu = bytes([0x41, 0x43]) + bytes(4) + struct.pack('>III', 0, msn, 0) + payload
-    frame = struct.pack('>H', len(ulpdu)) + ulpdu
-    frame += bytes(-len(frame) % 4)
-    c = crc32c(frame) if crc else 0
-    if bad:
-        c ^= 0x5A5A5A5A
-    return frame + struct.pack('<I', c)
+    return iwarp.fpdu(iwarp.untagged(iwarp.SEND, iwarp.QN_SEND, msn, 0, payload), crc,
+                      0x5A5A5A5A if bad else 0)
 
 
 def fpdu_write_rtr(crc=True):
     """A zero-length RDMA Write (tagged, last segment, STag 0x100, TO 0): the peer-to-peer
     ready-to-receive message (RFC 6581). Never STag 0, which some hardware refuses."""
-    ulpdu = bytes([0xC1, 0x40]) + struct.pack('>IQ', 0x100, 0)
-    frame = struct.pack('>H', len(ulpdu)) + ulpdu
-    frame += bytes(-len(frame) % 4)
-    return frame + struct.pack('<I', crc32c(frame) if crc else 0)
+    return iwarp.fpdu(iwarp.tagged(iwarp.WRITE, 0x100, 0), crc)
 
 
 def fpdu_read_rtr(crc=True):
     """A zero-length RDMA Read Request (untagged, queue 1, MSN 1; sink STag 0x100): the
     ready-to-receive message Chelsio initiators send by default."""
-    ulpdu = bytes([0x41, 0x41]) + bytes(4) + struct.pack('>III', 1, 1, 0) + \
-        struct.pack('>IQIIQ', 0x100, 0, 0, 0x100, 0)
-    frame = struct.pack('>H', len(ulpdu)) + ulpdu
-    frame += bytes(-len(frame) % 4)
-    return frame + struct.pack('<I', crc32c(frame) if crc else 0)
+    return iwarp.fpdu(iwarp.untagged(iwarp.READ_REQUEST, iwarp.QN_READ, 1, 0,
+                                     iwarp.read_request(0x100, 0, 0, 0x100, 0)), crc)
 
 
 def recv_exact(s, n, secs):
