@@ -20,7 +20,7 @@ device_cap_flags 0x00200000
 max_sge 6
 max_sge_rd 1
 max_cq 16384
-max_cqe 65536
+max_cqe 1048576
 max_mr 65536
 max_pd 65536
 max_qp_rd_atom 32

@@ -49,7 +49,7 @@ pub(crate) const LIMITS: DeviceAttr = DeviceAttr {
     max_recv_sge: uapi::SIW_MAX_SGE,
     max_sge_rd: 1,
     max_cq: 16384,
-    max_cqe: 65536,
+    max_cqe: 1 << 20,
     max_mr: 65536,
     max_pd: 65536,
     max_mw: 0,
