@@ -9,8 +9,8 @@ use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::kernel_ext::rdma::{
-    access, Device, Mtu, Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, QueueMemory, RecvChain,
-    SendChain, SendOp, Sge, UData,
+    access, Device, Mtu, Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, QueueMemory,
+    RecvChain, SendChain, SendOp, Sge, UData,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::mr::{pd_id, RiwMr};
