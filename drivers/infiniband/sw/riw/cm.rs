@@ -17,7 +17,8 @@
 //! endpoint; Established for an accepted one; then, for a connection that was up, an
 //! optional Disconnect and one Close.
 
-use crate::device::{RiwDevice, LIMITS};
+use crate::device::RiwDevice;
+use crate::limits::LIMITS;
 use crate::kernel_ext::defer::DeferKey;
 use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ETIMEDOUT};
 use crate::kernel_ext::params;

@@ -4,7 +4,8 @@
 //! arms the queue, shared with userspace (or private to a kernel consumer). riw produces
 //! entries; the consumer hands each back by clearing its flags.
 
-use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::device::RiwDevice;
+use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{
     Cq, CqAttr, CqNotify, Device, QueueMemory, UData, WcOpcode, WcStatus, WorkCompletion,

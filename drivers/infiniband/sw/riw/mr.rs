@@ -4,7 +4,8 @@
 //! table and an 8-bit key the consumer chooses; the data path looks a region up by index,
 //! then checks key, protection domain, rights, bounds and validity.
 
-use crate::device::{RiwDevice, LIMITS};
+use crate::device::RiwDevice;
+use crate::limits::LIMITS;
 use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{
     access, Device, DmaMemory, Mr, MrKeys, Pd, RegWr, UData, UserMemory,

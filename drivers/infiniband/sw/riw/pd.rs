@@ -2,7 +2,8 @@
 
 //! Protection domains: nothing but a counted name that memory and queue pairs share.
 
-use crate::device::{RiwDevice, LIMITS};
+use crate::device::RiwDevice;
+use crate::limits::LIMITS;
 use crate::kernel_ext::rdma::Device;
 use kernel::prelude::*;
 

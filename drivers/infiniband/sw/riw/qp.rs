@@ -5,7 +5,8 @@
 
 use crate::cm::{CloseMode, Endpoint};
 use crate::cq::{send_completion_opcode, Completion, RiwCq};
-use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::device::RiwDevice;
+use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::kernel_ext::rdma::{

@@ -27,6 +27,8 @@ mod device;
 #[forbid(unsafe_code)]
 mod flush;
 #[forbid(unsafe_code)]
+mod limits;
+#[forbid(unsafe_code)]
 mod mr;
 #[forbid(unsafe_code)]
 mod pd;
@@ -42,6 +44,8 @@ mod rx;
 mod srq;
 #[forbid(unsafe_code)]
 mod tx;
+#[forbid(unsafe_code)]
+mod verbs;
 
 use kernel_ext::rdma::Driver;
 

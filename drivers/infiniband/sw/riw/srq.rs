@@ -3,7 +3,8 @@
 //! Shared receive queues: a ring of `siw_rqe` entries that several QPs take receives from,
 //! with a limit that raises an event when few receives remain.
 
-use crate::device::{RiwDevice, LIMITS, MMAP_KEY_MIN};
+use crate::device::RiwDevice;
+use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{Device, QueueMemory, RecvChain, Srq, SrqAttr, SrqModify, UData};
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};

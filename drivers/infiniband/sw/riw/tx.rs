@@ -13,7 +13,8 @@
 //! (see `rx`).
 
 use crate::crc::KernelCrc32c;
-use crate::device::{RiwDevice, MAX_MSG_SIZE};
+use crate::device::RiwDevice;
+use crate::limits::MAX_MSG_SIZE;
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
