@@ -65,11 +65,13 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# own limit, and the others still run.
 	for filter in "${filters[@]}"; do
 		echo "check: guest suite on the debug kernel: $filter"
+		guest_start=$SECONDS
 		selftests/vm/kselftest.sh --variant debug --timeout 2400 \
 			--module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kconn_test.ko" \
 			--filter "$filter" 2>&1 | tee "$log/guest.log"
+		echo "check: guest suite took $(((SECONDS - guest_start) / 60)) min"
 		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' \
 			"$log/guest.log")
 		pass "${p:-0}"
@@ -89,5 +91,6 @@ fi
 
 # What failed, again at the end, where a log's tail shows it.
 [ "$failed" -eq 0 ] || printf 'check: failed: %s\n' "${failures[@]}"
+echo "check: took $((SECONDS / 60)) min"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -43,5 +43,13 @@ cd "$base/riw"
 set +eu # runner.sh is not written for errexit and nounset
 BASE_DIR=$base
 . "$BASE_DIR/kselftest/runner.sh"
-run_many "${tests[@]/#/./}" | tee "$base/ktap"
+# Each result line is followed by how long its test took, for whoever trims the suite.
+start=$SECONDS
+run_many "${tests[@]/#/./}" | while IFS= read -r line; do
+	printf '%s\n' "$line"
+	if [[ $line =~ ^(not\ )?ok\ [0-9]+ ]]; then
+		printf '# riw: took %d s\n' $((SECONDS - start))
+		start=$SECONDS
+	fi
+done | tee "$base/ktap"
 ! grep -q '^not ok ' "$base/ktap"
