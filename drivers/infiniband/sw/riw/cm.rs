@@ -38,7 +38,8 @@ use crate::proto::{
 };
 use crate::qp::RiwQp;
 use crate::reads::Reads;
-use crate::rx::{Inbound, MpaInput, RxEnd};
+use crate::conn::Inbound;
+use crate::rx::{MpaInput, RxEnd};
 use crate::tx::{Sender, TxEnd, Wake};
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};

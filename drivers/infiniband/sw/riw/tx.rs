@@ -18,7 +18,6 @@ use crate::limits::MAX_MSG_SIZE;
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
-use crate::kernel_ext::sync::SpinLockBh;
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
 use crate::mr::{pd_id, MemRegion, RiwMr};
 use crate::proto::fpdu::max_ulpdu_for_mss;
@@ -28,7 +27,6 @@ use crate::proto::{
 };
 use crate::qp::RiwQp;
 use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork, WorkLimits};
-use crate::rx::Inbound;
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -397,7 +395,7 @@ impl Sender {
         owner: &Arc<H>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
         mut budget: u32,
         wake: Wake,
     ) -> TxEnd {
@@ -468,7 +466,7 @@ impl Sender {
     fn finish_message(
         &mut self,
         qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
     ) -> core::result::Result<(), TxEnd> {
         let Some(Message {
             origin, zero_copy, ..
@@ -500,7 +498,7 @@ impl Sender {
         origin: Origin,
         token: Option<u64>,
         qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
     ) -> core::result::Result<(), SendWork> {
         match origin {
             Origin::Work(work) => match token {
@@ -523,7 +521,7 @@ impl Sender {
 
     /// Send work has gone: it completes now, or behind the work that waits in the Read
     /// state (whose lock is needed only if some may).
-    fn finished(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>, work: SendWork) {
+    fn finished(&mut self, qp: &Qp<RiwDevice>, inbound: &impl Shared, work: SendWork) {
         if !self.pending {
             if work.signalled {
                 complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
@@ -543,7 +541,7 @@ impl Sender {
     fn zero_copy<O: ZeroCopyOwner>(
         &mut self,
         owner: &Arc<O>,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
         len: u64,
     ) -> Option<(ZeroCopyTicket, u64)> {
         let min = params::tx_zerocopy_min();
@@ -553,7 +551,7 @@ impl Sender {
         {
             return None;
         }
-        if inbound.lock().zero_copy_copied && !params::tx_zerocopy_keep() {
+        if inbound.zero_copy_copied() && !params::tx_zerocopy_keep() {
             return None;
         }
         let token = self.next_token;
@@ -570,7 +568,7 @@ impl Sender {
         owner: &Arc<O>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
         wake: Wake,
     ) -> core::result::Result<bool, ()> {
         self.respond_first = !self.respond_first;
@@ -699,7 +697,7 @@ impl Sender {
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
         request: InboundRead,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
     ) -> core::result::Result<bool, ()> {
         self.template.segment = SegmentHeader {
             opcode: Opcode::ReadResponse,
@@ -744,7 +742,7 @@ impl Sender {
 
     /// The connection ended: the work taken from the send queue and not completed yet
     /// completes as flushed, oldest first.
-    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>) {
+    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, inbound: &impl Shared) {
         const FLUSHED: u32 = uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR;
         reads(inbound, |r| r.flush(qp));
         self.pending = false;
@@ -838,7 +836,7 @@ impl Sender {
         owner: &Arc<O>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
     ) -> core::result::Result<(), u32> {
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
         let sqe = &self.sqe;
@@ -965,7 +963,7 @@ impl Sender {
         owner: &Arc<O>,
         dev: &Device<RiwDevice>,
         qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        inbound: &impl Shared,
         origin: Origin,
         len: u32,
     ) -> core::result::Result<(), u32> {
@@ -1179,8 +1177,16 @@ enum Look {
     Work { limits: WorkLimits, requests: bool },
 }
 
-/// Runs `f` on the connection's Read state, locked for that step only: the receiver
-/// shares it, and the sender never holds it across a socket call.
-fn reads<R>(inbound: &SpinLockBh<Inbound>, f: impl FnOnce(&mut Reads) -> R) -> R {
-    f(&mut inbound.lock().reads)
+/// What the sender uses of the state its connection shares with the receiver.
+pub(crate) trait Shared {
+    /// Runs `f` on the connection's Read state, locked for that step only: the receiver
+    /// shares it, and the sender never holds it across a socket call.
+    fn with_reads<R>(&self, f: impl FnOnce(&mut Reads) -> R) -> R;
+    /// The route copied the pages of a zero-copy send anyway.
+    fn zero_copy_copied(&self) -> bool;
+}
+
+#[inline(always)]
+fn reads<R>(inbound: &impl Shared, f: impl FnOnce(&mut Reads) -> R) -> R {
+    inbound.with_reads(f)
 }
