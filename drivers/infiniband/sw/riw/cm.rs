@@ -17,6 +17,7 @@
 //! endpoint; Established for an accepted one; then, for a connection that was up, an
 //! optional Disconnect and one Close.
 
+use crate::conn::{self, Connection, Ending, Host, Link, Parts, PeerName};
 use crate::device::RiwDevice;
 use crate::limits::LIMITS;
 use crate::kernel_ext::defer::DeferKey;
@@ -27,58 +28,27 @@ use crate::kernel_ext::socket::{
     ratelimit, LockedSocket, SocketAddr, SocketEvent, SocketHandler, TcpListener, TcpState,
     TcpStream, ZeroCopyOwner,
 };
-use crate::kernel_ext::sync::{new_mutex, new_spinlock_bh, Mutex, SpinLockBh};
+use crate::kernel_ext::sync::{new_mutex, Mutex};
 use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
 use crate::proto::mpa::{
     MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_IRD_ORD, MPA_MAX_PRIVATE_DATA,
 };
 use crate::proto::{
-    FrameKind, MpaConfig, MpaFrameParser, MpaRevision, Negotiated, RtrMode, RtrModes, TermCause,
-    Terminate,
+    FrameKind, MpaConfig, MpaFrameParser, MpaRevision, Negotiated, RtrMode, RtrModes,
 };
-use crate::qp::RiwQp;
-use crate::reads::Reads;
-use crate::conn::Inbound;
-use crate::rx::{MpaInput, RxEnd};
-use crate::tx::{Sender, TxEnd, Wake};
-use core::cell::Cell;
+use crate::qp::{CloseMode, ConnectionEndpoint, RiwQp};
+use crate::rx::MpaInput;
+use crate::tx::Wake;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// How long a peer may take to complete the TCP and MPA exchange.
 const MPA_TIMEOUT_MS: u32 = 10_000;
-/// FPDUs a connection handles per direction before it lets other work run.
-const BUDGET: u32 = 64;
-/// FPDUs the socket callback receives at a time, in softirq context; the work item takes
-/// over beyond that.
-const CALLBACK_BUDGET: u32 = 16;
-/// Received bytes beyond which the callback leaves receiving to the work item: bulk data
-/// then gets placed on another CPU than the softirq's (often the sender's, over veth).
-const CALLBACK_MAX_BYTES: usize = 16 * 1024;
-/// The largest Read Response a Read Request arriving in a doorbell's name gets answered
-/// with from that doorbell's system call (see `SENDERS`): one that fits a segment. Larger
-/// ones go faster from the work item.
-const INLINE_RESPONSE_MAX: u32 = 1024;
-/// Endpoints a doorbell runs for others before it leaves the rest to their work items.
-const INLINE_RUNS: usize = 4;
-/// Endpoints whose sender has a small Read Response to send, handed to the doorbell whose
-/// own send made the Read Request arrive: over a local route (veth, loopback) the peer's
-/// segment is received in softirq on the sender's CPU, in its system call. The doorbell
-/// answers before it returns, saving the wake-up of a work item on another CPU, its IPI
-/// and its context switches on every Read (the requester's CPU spins on its CQ meanwhile).
+/// Endpoints whose sender has a small Read Response to send (see `Host::senders`).
 static SENDERS: DeferKey<Endpoint> = DeferKey::new();
 /// Private data the iw_cm event can carry (its length is a `u8`).
 const MAX_EVENT_PRIVATE_DATA: usize = 255;
-
-/// How the consumer wants a connection to end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CloseMode {
-    /// Send what is posted, then close (QP to SQD).
-    Graceful = 1,
-    /// Close at once with a reset (QP to ERROR, or destroyed).
-    Abort = 2,
-}
 
 /// A listening endpoint.
 #[pin_data]
@@ -118,67 +88,16 @@ pub(crate) struct Endpoint {
     close_request: AtomicU8,
     #[pin]
     work: DelayedWork<Endpoint>,
-    /// Taken before `inner` by the work item and the doorbell, so neither waits on the
-    /// other (a mutex spins while its holder runs, on the CPU the other work needs).
-    engine: Turn,
+    /// The connection's part that its contexts reach without `inner`.
+    #[pin]
+    link: Link,
     #[pin]
     inner: Mutex<EpInner>,
-    /// Receive state, shared with the socket callback (see `Inbound`); taken after
-    /// `inner` and the socket's lock, never while sending.
-    #[pin]
-    inbound: SpinLockBh<Inbound>,
-}
-
-/// One context at a time runs the engine; another that finds it taken leaves a note
-/// and goes, and the holder has the work item run again once it is done.
-struct Turn {
-    taken: AtomicBool,
-    again: AtomicBool,
-}
-
-impl Turn {
-    const fn new() -> Self {
-        Self {
-            taken: AtomicBool::new(false),
-            again: AtomicBool::new(false),
-        }
-    }
-
-    /// Takes the turn, or leaves the note and returns false.
-    fn take(&self) -> bool {
-        loop {
-            if !self.taken.swap(true, Ordering::SeqCst) {
-                return true;
-            }
-            self.again.store(true, Ordering::SeqCst);
-            // The holder may have looked for the note before it was left: once it has
-            // given the turn back, it is ours to take.
-            if self.taken.load(Ordering::SeqCst) {
-                return false;
-            }
-        }
-    }
-
-    /// Gives the turn back; true if a note was left meanwhile.
-    fn give_back(&self) -> bool {
-        self.taken.store(false, Ordering::SeqCst);
-        // Mostly none: a load is cheaper than taking it.
-        self.again.load(Ordering::SeqCst) && self.again.swap(false, Ordering::SeqCst)
-    }
-}
-
-/// The established data path.
-struct Connection {
-    tx: Sender,
-    negotiated: Negotiated,
-    /// Peer-to-peer responder: nothing may be sent before the peer's ready-to-receive.
-    tx_held: bool,
-    /// The consumer asked for a graceful close: drain, then close.
-    draining: bool,
 }
 
 struct EpInner {
     phase: Phase,
+    /// The socket until the MPA exchange is over; the connection has it then.
     socket: Option<TcpStream<Endpoint>>,
     cm_id: Option<CmId>,
     qp: Option<QpRef<RiwDevice>>,
@@ -191,7 +110,7 @@ struct EpInner {
     out_len: usize,
     out_sent: usize,
     mpa_in: MpaInput,
-    conn: Option<Connection>,
+    conn: Option<Connection<Endpoint>>,
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
     /// A Close is owed to the connection manager (the connection was reported up).
@@ -346,7 +265,7 @@ impl SocketHandler for Endpoint {
     }
 
     fn data_ready(this: &Arc<Self>, sock: Option<(&LockedSocket<'_>, usize)>) {
-        if !sock.is_some_and(|(sock, readable)| this.receive_now(sock, readable)) {
+        if !sock.is_some_and(|(sock, readable)| conn::receive_now(this, sock, readable)) {
             this.kick();
         }
     }
@@ -354,14 +273,7 @@ impl SocketHandler for Endpoint {
 
 impl ZeroCopyOwner for Endpoint {
     fn released(this: Arc<Self>, token: u64, copied: bool) {
-        {
-            let mut guard = this.inbound.lock();
-            let inbound = &mut *guard;
-            inbound.zero_copy_copied |= copied;
-            if let Some(qp) = inbound.qp.as_ref() {
-                inbound.reads.zero_copy_released(qp, token);
-            }
-        }
+        this.link.zero_copy_released(token, copied);
         // The sender may wait for this (a close drains it first). Should the work run and
         // end meanwhile, `this` is the last reference, dropped here in softirq: that is
         // only after the teardown, when nothing left in the endpoint sleeps to free.
@@ -402,7 +314,7 @@ impl Endpoint {
                 id: AtomicU32::new(0),
                 close_request: AtomicU8::new(0),
                 work <- DelayedWork::new(),
-                engine: Turn::new(),
+                link <- Link::new(),
                 inner <- new_mutex!(
                     EpInner {
                         phase: Phase::Closed,
@@ -425,7 +337,6 @@ impl Endpoint {
                     },
                     "riw_endpoint"
                 ),
-                inbound <- new_spinlock_bh!(Inbound::new(), "riw_inbound"),
             }),
             GFP_KERNEL,
         )?;
@@ -436,7 +347,7 @@ impl Endpoint {
 
     /// Does the endpoint's work here and now, as its work item does.
     fn run_engine(self: &Arc<Self>) {
-        self.with_engine(|| {
+        conn::with_engine(self, || {
             let mut g = self.inner.lock();
             self.step(&mut g);
             if g.timed() {
@@ -452,46 +363,23 @@ impl Endpoint {
         DelayedWork::run_now(self, &self.dev.queue);
     }
 
-    /// New send work, from a context that may sleep (the user library's doorbell): it is
-    /// sent here and now, saving the work item's wake-up on every message; what the
-    /// budget leaves goes to the work item. Small Read Responses that our sending made due
-    /// go out from here too (see `SENDERS`), once our own locks are released.
-    pub(crate) fn send_now(self: &Arc<Self>) {
-        SENDERS.scope(
-            || {
-                // Should the work item have the engine, it runs again after and sends
-                // this too.
-                self.with_engine(|| {
-                    let mut guard = self.inner.lock();
-                    let g = &mut *guard;
-                    let established = g.phase == Phase::Established
-                        && self.close_request.load(Ordering::Acquire) == 0;
-                    if established {
-                        self.transmit(g, Wake::Doorbell);
-                    }
-                    !established
-                })
-            },
-            INLINE_RUNS,
-            |ep| ep.run_engine(),
-            |ep| ep.kick(),
-        );
-    }
-
-    /// Runs `f` if the engine's turn is free, else leaves the note for its holder; once
-    /// done, schedules the work item if `f` asks for it or a note came meanwhile.
-    fn with_engine(self: &Arc<Self>, f: impl FnOnce() -> bool) {
-        if !self.engine.take() {
-            return;
-        }
-        let wanted = f();
-        if self.engine.give_back() || wanted {
-            self.kick();
-        }
+    /// New send work, from a context that may sleep (the user library's doorbell): sent
+    /// here and now (see `conn::doorbell`).
+    fn send_now(self: &Arc<Self>) {
+        conn::doorbell(self, || {
+            let mut guard = self.inner.lock();
+            let g = &mut *guard;
+            let established =
+                g.phase == Phase::Established && self.close_request.load(Ordering::Acquire) == 0;
+            if established {
+                self.transmit(g, Wake::Doorbell);
+            }
+            !established
+        });
     }
 
     /// The QP asks the connection to end.
-    pub(crate) fn request_close(self: &Arc<Self>, mode: CloseMode) {
+    fn request_close(self: &Arc<Self>, mode: CloseMode) {
         self.close_request.fetch_max(mode as u8, Ordering::AcqRel);
         self.kick();
     }
@@ -574,19 +462,11 @@ impl Endpoint {
                 .map(|(reply, settled)| reply.encode(&mut frame).map(|n| (n, settled)))
         };
         let accepted = match respond {
-            Ok(Ok((n, settled))) => {
-                let mss = g.socket.as_ref().map_or(536, |s| s.mss());
-                let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
-                Sender::new(settled.crc, mss, ord, settled.large_fpdus).and_then(|tx| {
-                    let reads = Reads::new(ord, ird, RiwQp::send_depth(&qp))?;
-                    RiwQp::enter_rts(&qp, ep.clone(), ord, ird)?;
-                    Ok((n, settled, tx, reads))
-                })
-            }
+            Ok(Ok((n, settled))) => ep.prepare(g, &settled, &qp).map(|parts| (n, settled, parts)),
             // Parameters the request cannot meet (no matching ready-to-receive).
             _ => Err(ECONNREFUSED()),
         };
-        let (n, settled, tx, reads) = match accepted {
+        let (n, settled, parts) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 let _ = ep.send_reject(g, &[]);
@@ -594,19 +474,15 @@ impl Endpoint {
                 return Err(e);
             }
         };
-        let conn = Connection {
-            tx,
-            negotiated: settled,
-            tx_held: settled.rtr.is_some(),
-            draining: false,
-        };
         g.config = config;
         g.out[..n].copy_from_slice(&frame[..n]);
         g.out_len = n;
         g.out_sent = 0;
         ep.flush_out(g);
-        ep.start_fpdus(g, reads, settled.crc, settled.rtr);
-        g.conn = Some(conn);
+        if let Err(e) = ep.hand_over(g, parts, &settled, settled.rtr) {
+            ep.teardown(g, false, 0);
+            return Err(e);
+        }
         g.qp = Some(qp);
         g.cm_id = Some(cm_id);
         g.phase = Phase::Established;
@@ -881,35 +757,20 @@ impl Endpoint {
                 PeerName(g.remote)
             );
         }
-        let mss = g.socket.as_ref().map_or(536, |s| s.mss());
-        let tx = match Sender::new(settled.crc, mss, u32::from(settled.ord), settled.large_fpdus) {
-            Ok(tx) => tx,
-            Err(e) => return self.connect_failed(g, e, pd),
-        };
         let Some(qp) = g.qp.clone() else {
             return;
         };
-        let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
-        let reads = match Reads::new(ord, ird, RiwQp::send_depth(&qp)) {
-            Ok(reads) => reads,
-            Err(e) => return self.connect_failed(g, e, pd),
-        };
-        if let Err(e) = RiwQp::enter_rts(&qp, self.clone(), ord, ird) {
+        let handed_over = self
+            .prepare(g, &settled, &qp)
+            .and_then(|parts| self.hand_over(g, parts, &settled, None));
+        if let Err(e) = handed_over {
             return self.connect_failed(g, e, pd);
         }
-        self.start_fpdus(g, reads, settled.crc, None);
-        let mut conn = Connection {
-            tx,
-            negotiated: settled,
-            tx_held: false,
-            draining: false,
-        };
         if settled.rtr.is_some() {
-            if let Some(sock) = g.socket.as_ref() {
-                let _ = conn.tx.ready_to_receive(sock);
+            if let Some(conn) = g.conn.as_mut() {
+                conn.ready_to_receive();
             }
         }
-        g.conn = Some(conn);
         g.phase = Phase::Established;
         self.report_up(g, CmEventKind::ConnectReply, pd);
         self.established(g);
@@ -979,169 +840,71 @@ impl Endpoint {
         }
     }
 
-    /// The MPA exchange is over: the receiver takes FPDUs, what the MPA input holds
-    /// first. The work item receives first (`established`); the socket callback only
-    /// after it (and so after the connection was reported up).
-    fn start_fpdus(&self, g: &mut EpInner, reads: Reads, crc: bool, rtr: Option<RtrMode>) {
-        let input = g.mpa_in.take();
-        let mut inbound = self.inbound.lock();
-        inbound.reads = reads;
-        inbound.outcome = None;
-        inbound.rx.start_fpdus(crc, rtr, input);
+    /// Makes what the connection needs for `settled` and has the QP enter RTS, bound to
+    /// this endpoint.
+    fn prepare(
+        self: &Arc<Self>,
+        g: &EpInner,
+        settled: &Negotiated,
+        qp: &QpRef<RiwDevice>,
+    ) -> Result<Parts> {
+        let mss = g.socket.as_ref().map_or(536, |s| s.mss());
+        let parts = Parts::new(settled, mss, RiwQp::send_depth(qp))?;
+        let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
+        RiwQp::enter_rts(qp, self.clone(), ord, ird)?;
+        Ok(parts)
     }
 
-    /// Data arrived, and this context may read the socket (its callback, in softirq, with
-    /// TCP holding the socket's lock): places it now, which saves the work item's wake-up
-    /// on every message. Returns false if the work item is wanted: FPDUs are not
-    /// received yet, the connection must end, more data waits, or the sender has
-    /// something to do (a Read to answer, work a Read held back, the ready-to-receive
-    /// message came).
-    fn receive_now(self: &Arc<Self>, sock: &LockedSocket<'_>, readable: usize) -> bool {
-        if readable > CALLBACK_MAX_BYTES {
-            return false;
-        }
-        let mut inbound = self.inbound.lock();
-        if inbound.qp.is_none() || inbound.outcome.is_some() {
-            return false;
-        }
-        // The work item starts on another CPU as soon as the sender has something to
-        // do (a Read to answer), while this one receives the rest; a small response is
-        // left to the doorbell in whose name this runs, if any.
-        let (deferred, woken) = (Cell::new(false), Cell::new(false));
-        let wake_sender = |bytes: u32| {
-            if woken.get() || (deferred.get() && bytes <= INLINE_RESPONSE_MAX) {
-                return;
-            }
-            if bytes <= INLINE_RESPONSE_MAX && SENDERS.defer(self) {
-                deferred.set(true);
-            } else {
-                woken.set(true);
-                self.kick();
-            }
-        };
-        match inbound.receive(sock, &self.dev, CALLBACK_BUDGET, &wake_sender) {
-            RxEnd::Idle => {
-                let wanted = inbound.reads.take_sender_wanted() || inbound.rx.rtr_pending();
-                !wanted || woken.get() || deferred.get()
-            }
-            RxEnd::Budget => false,
-            end => {
-                inbound.outcome = Some(end);
-                false
-            }
-        }
+    /// The MPA exchange is over: the socket, and what came after the last MPA frame, go
+    /// to the connection.
+    fn hand_over(
+        &self,
+        g: &mut EpInner,
+        parts: Parts,
+        settled: &Negotiated,
+        rtr_expected: Option<RtrMode>,
+    ) -> Result {
+        let socket = g.socket.take().ok_or(ECONNRESET())?;
+        let input = g.mpa_in.take();
+        g.conn = Some(Connection::start(self, socket, parts, *settled, input, rtr_expected));
+        Ok(())
     }
 
     fn established(self: &Arc<Self>, g: &mut EpInner) {
         let Some(qp) = g.qp.clone() else {
             return;
         };
-        let (Some(sock), true) = (g.socket.as_ref(), g.conn.is_some()) else {
+        let Some((rx_end, rtr)) = g.conn.as_mut().and_then(|c| c.receive(self, &qp)) else {
             return;
         };
-        // Woken only for the sender (a Read Request to answer, held work released): the
-        // receiver has nothing to do, and the socket's lock and a read would only delay
-        // the response. Data arriving after this look wakes the work item again.
-        let sender_only = sock
-            .nothing_to_read()
-            .then(|| {
-                let mut inbound = self.inbound.lock();
-                (inbound.qp.is_some() && inbound.outcome.is_none()).then(|| {
-                    inbound.reads.take_sender_wanted();
-                    (RxEnd::Idle, inbound.rx.take_rtr())
-                })
-            })
-            .flatten();
-        let (rx_end, rtr) = match sender_only {
-            Some(step) => step,
-            None => sock.with_lock(|sock| {
-                let mut inbound = self.inbound.lock();
-                let end = match inbound.outcome.take() {
-                    Some(end) => end,
-                    None => {
-                        if inbound.qp.is_none() {
-                            inbound.qp = Some(qp.clone());
-                        }
-                        // The work item sends right after receiving.
-                        inbound.receive(sock, &self.dev, BUDGET, &|_| {})
-                    }
-                };
-                inbound.reads.take_sender_wanted();
-                (end, inbound.rx.take_rtr())
-            }),
-        };
         if rtr {
-            if let Some(conn) = g.conn.as_mut() {
-                conn.tx_held = false;
-            }
             self.report_up(g, CmEventKind::Established, &[]);
         }
-        match rx_end {
-            RxEnd::Idle => {}
-            RxEnd::Budget => self.kick(),
-            // The peer closed: report it, then close our side.
-            RxEnd::Eof => return self.end(g, false, 0, None),
-            RxEnd::SocketError(e) => return self.end(g, true, e.to_errno(), None),
-            RxEnd::Violation { cause, why } => {
-                if ratelimit() {
-                    pr_warn!("{} terminated: {}\n", PeerName(g.remote), why);
-                }
-                let terminate = self.inbound.lock().rx.take_terminate(cause);
-                send_terminate(g, terminate);
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
-            }
-            RxEnd::LocalError { cause } => {
-                let terminate = self.inbound.lock().rx.take_terminate(cause);
-                send_terminate(g, terminate);
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
-            }
-            RxEnd::Terminated(cause) => {
-                if ratelimit() {
-                    pr_info!(
-                        "{} terminated the connection (layer {}, type {}, code {:#x})\n",
-                        PeerName(g.remote),
-                        cause.layer_bits(),
-                        cause.etype(),
-                        cause.code()
-                    );
-                }
-                return self.end(g, true, ECONNRESET().to_errno(), Some(qp));
-            }
+        let remote = g.remote;
+        let received = match g.conn.as_mut() {
+            Some(conn) => conn.received(self, rx_end, remote),
+            None => Ok(()),
+        };
+        if let Err(ending) = received {
+            return self.ended(g, ending);
         }
         self.transmit(g, Wake::WorkItem);
     }
 
-    /// Runs the sender: Read responses and the send queue, up to the budget.
+    /// The connection's sender takes its turn.
     fn transmit(self: &Arc<Self>, g: &mut EpInner, wake: Wake) {
-        let (Some(sock), Some(conn), Some(qp)) =
-            (g.socket.as_ref(), g.conn.as_mut(), g.qp.as_ref())
-        else {
+        let (Some(conn), Some(qp)) = (g.conn.as_mut(), g.qp.as_ref()) else {
             return;
         };
-        if conn.tx_held {
-            return;
+        if let Err(ending) = conn.transmit(self, qp, wake) {
+            self.ended(g, ending);
         }
-        match conn
-            .tx
-            .run(sock, self, &self.dev, qp, &self.inbound, BUDGET, wake)
-        {
-            TxEnd::Idle => {
-                if conn.draining
-                    && conn.tx.is_idle()
-                    && self.inbound.lock().reads.idle_or_wake_sender()
-                {
-                    self.end(g, false, 0, None);
-                }
-            }
-            TxEnd::Blocked => {}
-            TxEnd::Budget => self.kick(),
-            TxEnd::LocalError => {
-                send_terminate(g, Terminate::new(TermCause::RDMAP_LOCAL_CATASTROPHIC));
-                let qp = g.qp.clone();
-                self.end(g, true, ECONNRESET().to_errno(), qp);
-            }
-            TxEnd::SocketError(e) => self.end(g, true, e.to_errno(), None),
-        }
+    }
+
+    /// The connection ends as it says.
+    fn ended(self: &Arc<Self>, g: &mut EpInner, ending: Ending) {
+        let fatal = if ending.fatal { g.qp.clone() } else { None };
+        self.end(g, ending.abort, ending.status, fatal);
     }
 
     /// Ends an established (or never established) connection: Disconnect if the peer
@@ -1188,7 +951,11 @@ impl Endpoint {
 
     /// Releases everything: socket, QP (into ERROR), Close if owed, the table entry.
     fn teardown(self: &Arc<Self>, g: &mut EpInner, abort: bool, status: i32) {
-        if let Some(sock) = g.socket.take() {
+        let socket = match g.conn.as_mut() {
+            Some(conn) => conn.take_socket(),
+            None => g.socket.take(),
+        };
+        if let Some(sock) = socket {
             if abort {
                 sock.set_abort_on_close();
             }
@@ -1196,18 +963,15 @@ impl Endpoint {
         }
         if let Some(qp) = g.qp.take() {
             // Work the engine took from the queues completes before what is left in them.
-            if RiwQp::is_bound_to(&qp, self) {
+            if RiwQp::is_bound_to(&qp, &**self) {
                 if let Some(conn) = g.conn.as_mut() {
-                    conn.tx.flush(&qp, &self.inbound);
+                    conn.flush_tx(self, &qp);
                 }
-                self.inbound.lock().rx.flush(&qp);
+                self.link.flush_rx(&qp);
             }
-            // Receiving ends with the connection: all it held goes now, outside the lock,
-            // rather than with the endpoint's last reference (which may go in softirq).
-            let ended = core::mem::replace(&mut *self.inbound.lock(), Inbound::new());
-            drop(ended);
+            self.link.reset();
             // Our own reference comes back from the QP; dropped here, it is not the last.
-            drop(RiwQp::connection_lost(&self.dev, &qp, self));
+            drop(RiwQp::connection_lost(&self.dev, &qp, &**self));
         }
         if g.established_owed {
             self.report_up(g, CmEventKind::Established, &[]);
@@ -1233,21 +997,38 @@ impl Endpoint {
     }
 }
 
-/// Sends a Terminate on an established connection, best effort.
-fn send_terminate(g: &mut EpInner, terminate: Terminate) {
-    if let (Some(sock), Some(conn)) = (g.socket.as_ref(), g.conn.as_mut()) {
-        conn.tx.terminate(sock, terminate);
+impl Host for Endpoint {
+    fn senders() -> &'static DeferKey<Self> {
+        &SENDERS
+    }
+
+    fn link(&self) -> &Link {
+        &self.link
+    }
+
+    fn dev(&self) -> &Device<RiwDevice> {
+        &self.dev
+    }
+
+    fn kick(this: &Arc<Self>) {
+        this.kick();
+    }
+
+    fn run_engine(this: &Arc<Self>) {
+        this.run_engine();
     }
 }
 
-/// A peer's address in log lines.
-struct PeerName(Option<SocketAddr>);
+impl ConnectionEndpoint for Endpoint {
+    fn doorbell(self: Arc<Self>) {
+        self.send_now();
+    }
 
-impl core::fmt::Display for PeerName {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match &self.0 {
-            Some(a) => write!(f, "peer {}", a),
-            None => f.write_str("peer (unknown)"),
-        }
+    fn posted(self: Arc<Self>) {
+        self.kick();
+    }
+
+    fn close(self: Arc<Self>, mode: CloseMode) {
+        self.request_close(mode);
     }
 }
