@@ -20,7 +20,7 @@ use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::proto::{Negotiated, RtrMode, TermCause, Terminate};
 use crate::reads::Reads;
 use crate::rx::{MpaInput, Receiver, RxEnd};
-use crate::tx::{Sender, Shared, TxEnd, Wake};
+use crate::tx::{Sender, Shared, TxContext, TxEnd, Wake};
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
@@ -428,10 +428,15 @@ impl<H: Host> Connection<H> {
             return Ok(());
         }
         let inbound = &host.link().inbound;
-        match self
-            .tx
-            .run(sock, host, host.dev(), qp, inbound, BUDGET, wake)
-        {
+        let cx = TxContext {
+            sock,
+            owner: host,
+            dev: host.dev(),
+            qp,
+            shared: inbound,
+            wake,
+        };
+        match self.tx.run(&cx, BUDGET) {
             TxEnd::Idle => {
                 if self.draining && self.tx.is_idle() && inbound.lock().reads.idle_or_wake_sender()
                 {

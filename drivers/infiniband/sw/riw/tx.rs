@@ -243,6 +243,31 @@ pub(crate) struct Sender {
     ring_more: bool,
 }
 
+/// What a connection's sender works for: its socket and its owner (which zero-copy
+/// tickets report to), both of one type.
+pub(crate) trait Owner: SocketHandler + ZeroCopyOwner {}
+
+impl<T: SocketHandler + ZeroCopyOwner> Owner for T {}
+
+/// What a send run works with, besides the sender's own state.
+pub(crate) struct TxContext<'a, H: SocketHandler, S> {
+    pub(crate) sock: &'a TcpStream<H>,
+    pub(crate) owner: &'a Arc<H>,
+    pub(crate) dev: &'a Device<RiwDevice>,
+    pub(crate) qp: &'a Qp<RiwDevice>,
+    /// The state shared with the receiver.
+    pub(crate) shared: &'a S,
+    pub(crate) wake: Wake,
+}
+
+impl<H: SocketHandler, S> Clone for TxContext<'_, H, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<H: SocketHandler, S> Copy for TxContext<'_, H, S> {}
+
 /// What runs the sender.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {
@@ -389,16 +414,8 @@ impl Sender {
     }
 
     /// Sends Read responses and what the send queue holds, up to `budget` FPDUs.
-    pub(crate) fn run<H: SocketHandler + ZeroCopyOwner>(
-        &mut self,
-        sock: &TcpStream<H>,
-        owner: &Arc<H>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &impl Shared,
-        mut budget: u32,
-        wake: Wake,
-    ) -> TxEnd {
+    pub(crate) fn run<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>, mut budget: u32) -> TxEnd {
+        let TxContext { sock, dev, qp, wake, .. } = *cx;
         if wake == Wake::Doorbell {
             self.ring_more = true;
         }
@@ -407,7 +424,7 @@ impl Sender {
                 match self.push(sock, self.frame_more) {
                     Ok(true) => {
                         if let Some(work) = self.unreported.take() {
-                            self.finished(qp, inbound, work);
+                            self.finished(cx, work);
                         }
                         // The message's regions are no longer needed: released off its path.
                         if self.message.is_none() && self.frame_ticket.is_none() {
@@ -427,7 +444,7 @@ impl Sender {
                 if wake == Wake::Doorbell && !self.ring_more && !self.held {
                     return TxEnd::Idle;
                 }
-                match self.next_message(owner, dev, qp, inbound, wake) {
+                match self.next_message(cx) {
                     Ok(true) => {}
                     Ok(false) => return TxEnd::Idle,
                     Err(()) => return TxEnd::LocalError,
@@ -439,7 +456,7 @@ impl Sender {
                 continue;
             };
             let Some(segment) = m.segments.next() else {
-                if let Err(end) = self.finish_message(qp, inbound) {
+                if let Err(end) = self.finish_message(cx) {
                     return end;
                 }
                 continue;
@@ -451,7 +468,7 @@ impl Sender {
             }
             budget -= 1;
             if segment.segment.last {
-                if let Err(end) = self.finish_message(qp, inbound) {
+                if let Err(end) = self.finish_message(cx) {
                     return end;
                 }
             }
@@ -463,11 +480,8 @@ impl Sender {
     /// Read state learns of it before the frame goes, since the peer's answer may come at
     /// once (a Read Response, a new Read Request once it has a response); copied Send and
     /// Write work completes after it went.
-    fn finish_message(
-        &mut self,
-        qp: &Qp<RiwDevice>,
-        inbound: &impl Shared,
-    ) -> core::result::Result<(), TxEnd> {
+    fn finish_message<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>) -> core::result::Result<(), TxEnd> {
+        let qp = cx.qp;
         let Some(Message {
             origin, zero_copy, ..
         }) = self.message.take()
@@ -475,7 +489,7 @@ impl Sender {
             return Ok(());
         };
         let token = zero_copy.as_ref().map(|(_, token)| *token);
-        if let Err(work) = self.framed(origin, token, qp, inbound) {
+        if let Err(work) = self.framed(origin, token, cx) {
             complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
             return Err(TxEnd::LocalError);
         }
@@ -493,13 +507,13 @@ impl Sender {
     /// of `token`, if any): the work it is for goes where it waits. `Err` gives back Read
     /// work the Read state could not take.
     #[inline(always)]
-    fn framed(
+    fn framed<H: Owner, S: Shared>(
         &mut self,
         origin: Origin,
         token: Option<u64>,
-        qp: &Qp<RiwDevice>,
-        inbound: &impl Shared,
+        cx: &TxContext<'_, H, S>,
     ) -> core::result::Result<(), SendWork> {
+        let TxContext { qp, shared: inbound, .. } = *cx;
         match origin {
             Origin::Work(work) => match token {
                 Some(token) => {
@@ -521,7 +535,8 @@ impl Sender {
 
     /// Send work has gone: it completes now, or behind the work that waits in the Read
     /// state (whose lock is needed only if some may).
-    fn finished(&mut self, qp: &Qp<RiwDevice>, inbound: &impl Shared, work: SendWork) {
+    fn finished<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>, work: SendWork) {
+        let TxContext { qp, shared: inbound, .. } = *cx;
         if !self.pending {
             if work.signalled {
                 complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
@@ -538,12 +553,7 @@ impl Sender {
     /// zero-copy: large enough, all of it in registered user memory (pinned pages TCP may
     /// hold references to), on a connection whose route did not copy such pages before.
     /// Should no ticket be had, the message is copied.
-    fn zero_copy<O: ZeroCopyOwner>(
-        &mut self,
-        owner: &Arc<O>,
-        inbound: &impl Shared,
-        len: u64,
-    ) -> Option<(ZeroCopyTicket, u64)> {
+    fn zero_copy<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>, len: u64) -> Option<(ZeroCopyTicket, u64)> {
         let min = params::tx_zerocopy_min();
         if min == 0
             || len < u64::from(min)
@@ -551,26 +561,20 @@ impl Sender {
         {
             return None;
         }
-        if inbound.zero_copy_copied() && !params::tx_zerocopy_keep() {
+        if cx.shared.zero_copy_copied() && !params::tx_zerocopy_keep() {
             return None;
         }
         let token = self.next_token;
         self.next_token = token.wrapping_add(1);
-        let ticket = ZeroCopyTicket::new(owner.clone(), token).ok()?;
+        let ticket = ZeroCopyTicket::new(cx.owner.clone(), token).ok()?;
         Some((ticket, token))
     }
 
     /// Picks the next message, a Read response or send work (taking turns so neither
     /// starves the other), and plans it: true if there is one. `Err` once send work
     /// failed (and was completed in error).
-    fn next_message<O: ZeroCopyOwner>(
-        &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &impl Shared,
-        wake: Wake,
-    ) -> core::result::Result<bool, ()> {
+    fn next_message<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>) -> core::result::Result<bool, ()> {
+        let TxContext { dev, qp, shared: inbound, wake, .. } = *cx;
         self.respond_first = !self.respond_first;
         // Taking turns matters only while send work waits too: with none in the ring at
         // the last take (a doorbell since leaves a note, and the work item runs again),
@@ -607,7 +611,7 @@ impl Sender {
             };
             let (limits, requests) = match look {
                 Look::Respond(request) => {
-                    return self.response(owner, dev, qp, request, inbound);
+                    return self.response(cx, request);
                 }
                 Look::Work { limits, requests } => (limits, requests),
             };
@@ -623,13 +627,13 @@ impl Sender {
                     return Ok(false);
                 }
                 return match reads(inbound, |r| r.take_request()) {
-                    Some(request) => self.response(owner, dev, qp, request, inbound),
+                    Some(request) => self.response(cx, request),
                     None => Ok(false),
                 };
             }
             match local_operation(dev, qp, &self.sqe) {
                 Some(Ok(())) => {
-                    self.finished(qp, inbound, SendWork::new(&self.sqe, 0));
+                    self.finished(cx, SendWork::new(&self.sqe, 0));
                     continue;
                 }
                 Some(Err(status)) => {
@@ -638,7 +642,7 @@ impl Sender {
                 }
                 None => {}
             }
-            return match self.start(owner, dev, qp, inbound) {
+            return match self.start(cx) {
                 Ok(()) => Ok(true),
                 Err(status) => {
                     self.sources.clear();
@@ -691,14 +695,12 @@ impl Sender {
 
     /// Plans the response to a Read Request (checked when it arrived): true. `Err` if it
     /// cannot be sent (the connection ends).
-    fn response<O: ZeroCopyOwner>(
+    fn response<H: Owner, S: Shared>(
         &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
+        cx: &TxContext<'_, H, S>,
         request: InboundRead,
-        inbound: &impl Shared,
     ) -> core::result::Result<bool, ()> {
+        let inbound = cx.shared;
         self.template.segment = SegmentHeader {
             opcode: Opcode::ReadResponse,
             last: true,
@@ -720,7 +722,7 @@ impl Sender {
                 return Err(());
             }
         }
-        match self.plan(owner, dev, qp, inbound, Origin::Response, request.size) {
+        match self.plan(cx, Origin::Response, request.size) {
             Ok(()) => Ok(true),
             Err(_) => {
                 self.sources.clear();
@@ -831,13 +833,8 @@ impl Sender {
 
     /// Validates the send work in `sqe` and plans its message: headers, sources and
     /// segments. `Err` is the completion status to report.
-    fn start<O: ZeroCopyOwner>(
-        &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &impl Shared,
-    ) -> core::result::Result<(), u32> {
+    fn start<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>) -> core::result::Result<(), u32> {
+        let TxContext { dev, qp, .. } = *cx;
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
         let sqe = &self.sqe;
         let flags = u32::from(sqe.flags);
@@ -951,29 +948,27 @@ impl Sender {
                 (Origin::Work(work), total)
             }
         };
-        self.plan(owner, dev, qp, inbound, origin, payload_len as u32)
+        self.plan(cx, origin, payload_len as u32)
     }
 
     /// Plans the message for `origin` whose headers are the template and whose `len`
     /// payload bytes come from the sources. One that fits one FPDU and is copied (most
     /// small ones) is framed at once: no segmentation is planned, nothing waits to be
     /// built. `Err` is the completion status of its work.
-    fn plan<O: ZeroCopyOwner>(
+    fn plan<H: Owner, S: Shared>(
         &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &impl Shared,
+        cx: &TxContext<'_, H, S>,
         origin: Origin,
         len: u32,
     ) -> core::result::Result<(), u32> {
+        let dev = cx.dev;
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
-        let zero_copy = self.zero_copy(owner, inbound, u64::from(len));
+        let zero_copy = self.zero_copy(cx, u64::from(len));
         if zero_copy.is_none() {
             if let Some(segment) = Segment::whole(&self.template, len, self.max_ulpdu) {
                 self.build(dev, &segment, false)
                     .map_err(|_| uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
-                if self.framed(origin, None, qp, inbound).is_err() {
+                if self.framed(origin, None, cx).is_err() {
                     // Nothing of it goes.
                     self.set_frame(0);
                     return Err(LOC_QP_OP_ERR);
