@@ -113,13 +113,51 @@ struct EpInner {
     conn: Option<Connection<Endpoint>>,
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
-    /// A Close is owed to the connection manager (the connection was reported up).
-    close_owed: bool,
+    /// What iw_cm was told of the connection, and so what it is owed.
+    told: Told,
+}
+
+/// What iw_cm was told of a connection that was accepted or reported up: its rules say
+/// what may follow. An active endpoint that fails before it is up owes one ConnectReply
+/// with the error instead (`connect_failed`), which ends it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Told {
+    /// Nothing that asks for more.
+    Nothing,
     /// Accepted in peer-to-peer mode, not reported up yet: iw_cm waits for Established
     /// (before any Close) even if the ready-to-receive message never comes.
-    established_owed: bool,
-    /// The peer's Disconnect was reported.
-    disconnect_reported: bool,
+    EstablishedOwed,
+    /// Reported up (ConnectReply or Established): one Close is owed.
+    Up,
+    /// Up, and the peer's Disconnect was reported: only the Close is owed.
+    Disconnected,
+    /// The connection ended after it was up: nothing more.
+    Closed,
+}
+
+impl Told {
+    /// The connection was reported up.
+    fn up(&mut self) {
+        if *self != Told::Disconnected {
+            *self = Told::Up;
+        }
+    }
+
+    /// Whether a Disconnect may be reported now: once per connection; it is then.
+    fn disconnect(&mut self) -> bool {
+        let first = *self != Told::Disconnected;
+        *self = Told::Disconnected;
+        first
+    }
+
+    /// Whether a Close is owed; none is from now on.
+    fn close(&mut self) -> bool {
+        let owed = matches!(self, Told::Up | Told::Disconnected);
+        if *self != Told::Nothing {
+            *self = Told::Closed;
+        }
+        owed
+    }
 }
 
 impl EpInner {
@@ -331,9 +369,7 @@ impl Endpoint {
                         conn: None,
                         local: None,
                         remote: None,
-                        close_owed: false,
-                        established_owed: false,
-                        disconnect_reported: false,
+                        told: Told::Nothing,
                     },
                     "riw_endpoint"
                 ),
@@ -489,7 +525,7 @@ impl Endpoint {
         if settled.rtr.is_none() {
             ep.report_up(g, CmEventKind::Established, &[]);
         } else {
-            g.established_owed = true;
+            g.told = Told::EstablishedOwed;
             g.deadline = jiffies() + msecs_to_jiffies(MPA_TIMEOUT_MS);
         }
         drop(guard);
@@ -778,7 +814,6 @@ impl Endpoint {
 
     /// Reports the connection up (ConnectReply with status 0, or Established).
     fn report_up(&self, g: &mut EpInner, kind: CmEventKind, private_data: &[u8]) {
-        g.established_owed = false;
         let negotiated = g.conn.as_ref().map(|c| c.negotiated);
         let event = CmEvent {
             kind,
@@ -793,7 +828,7 @@ impl Endpoint {
         if let Some(cm_id) = g.cm_id.as_ref() {
             let _ = cm_id.report(&event);
         }
-        g.close_owed = true;
+        g.told.up();
     }
 
     /// Active side, before the connection is up: one ConnectReply with the error.
@@ -931,14 +966,13 @@ impl Endpoint {
             }
             _ => return self.teardown(g, abort, 0),
         }
-        if g.established_owed {
+        if g.told == Told::EstablishedOwed {
             self.report_up(g, CmEventKind::Established, &[]);
         }
         let peer_closed = !abort
             && self.close_request.load(Ordering::Acquire) == 0
             && !g.conn.as_ref().is_some_and(|c| c.draining);
-        if (peer_closed || status != 0) && !g.disconnect_reported {
-            g.disconnect_reported = true;
+        if (peer_closed || status != 0) && g.told.disconnect() {
             if let Some(cm_id) = g.cm_id.as_ref() {
                 let _ = cm_id.report(&CmEvent::new(CmEventKind::Disconnect, status));
             }
@@ -973,18 +1007,18 @@ impl Endpoint {
             // Our own reference comes back from the QP; dropped here, it is not the last.
             drop(RiwQp::connection_lost(&self.dev, &qp, &**self));
         }
-        if g.established_owed {
+        if g.told == Told::EstablishedOwed {
             self.report_up(g, CmEventKind::Established, &[]);
         }
+        let close_owed = g.told.close();
         if let Some(cm_id) = g.cm_id.take() {
-            if g.close_owed {
+            if close_owed {
                 let mut event = CmEvent::new(CmEventKind::Close, status);
                 event.local = g.local;
                 event.remote = g.remote;
                 let _ = cm_id.report(&event);
             }
         }
-        g.close_owed = false;
         g.conn = None;
         g.phase = Phase::Closed;
         DelayedWork::cancel(self);
