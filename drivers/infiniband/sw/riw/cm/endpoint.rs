@@ -1,45 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Connection management: listeners and connection endpoints over kernel TCP sockets, the
-//! MPA exchange of the protocol core, and the events iw_cm expects.
-//!
-//! Each listener and endpoint is reference counted and runs as one work item on its
-//! device's work queue: socket callbacks, timeouts and requests from the QP only note what
-//! happened and schedule it, so the work never runs concurrently with itself and may
-//! sleep. An endpoint goes through
-//!
-//! ```text
-//!   active:   Connecting -> AwaitReply -> Established -> Closed
-//!   passive:  AwaitRequest -> AwaitAccept -> Established -> Closed
-//! ```
-//!
-//! and reports to iw_cm exactly what its rules allow: one ConnectReply for an active
-//! endpoint; Established for an accepted one; then, for a connection that was up, an
-//! optional Disconnect and one Close.
+//! Connection endpoints: the MPA exchange driven over the socket, the hand-over of the
+//! socket to the connection, and the events iw_cm expects, in the order its rules allow.
 
+use super::listener::Listener;
+use super::mpa::{mpa_config, Handshake, Read, RESPONDER_RTR};
 use crate::conn::{self, Connection, Ending, Host, Link, Parts, PeerName};
 use crate::device::RiwDevice;
-use crate::limits::LIMITS;
 use crate::kernel_ext::defer::DeferKey;
 use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ETIMEDOUT};
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{CmEvent, CmEventKind, CmId, ConnParam, Device, DeviceRef, QpRef};
 use crate::kernel_ext::socket::{
-    ratelimit, LockedSocket, SocketAddr, SocketEvent, SocketHandler, TcpListener, TcpState,
-    TcpStream, ZeroCopyOwner,
+    ratelimit, LockedSocket, SocketAddr, SocketEvent, SocketHandler, TcpState, TcpStream,
+    ZeroCopyOwner,
 };
 use crate::kernel_ext::sync::{new_mutex, Mutex};
 use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
-use crate::proto::mpa::{
-    MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_IRD_ORD, MPA_MAX_PRIVATE_DATA,
-};
-use crate::proto::{
-    FrameKind, MpaConfig, MpaFrameParser, MpaRevision, Negotiated, RtrMode, RtrModes,
-};
+use crate::limits::LIMITS;
+use crate::proto::mpa::{MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_PRIVATE_DATA};
+use crate::proto::{FrameKind, MpaConfig, Negotiated, RtrMode};
 use crate::qp::{CloseMode, ConnectionEndpoint, RiwQp};
-use crate::rx::MpaInput;
 use crate::tx::Wake;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -49,23 +32,6 @@ const MPA_TIMEOUT_MS: u32 = 10_000;
 static SENDERS: DeferKey<Endpoint> = DeferKey::new();
 /// Private data the iw_cm event can carry (its length is a `u8`).
 const MAX_EVENT_PRIVATE_DATA: usize = 255;
-
-/// A listening endpoint.
-#[pin_data]
-pub(crate) struct Listener {
-    dev: DeviceRef<RiwDevice>,
-    id: AtomicU32,
-    closed: AtomicBool,
-    #[pin]
-    work: DelayedWork<Listener>,
-    #[pin]
-    inner: Mutex<ListenerInner>,
-}
-
-struct ListenerInner {
-    socket: Option<TcpListener<Listener>>,
-    cm_id: Option<CmId>,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -103,13 +69,7 @@ struct EpInner {
     qp: Option<QpRef<RiwDevice>>,
     /// When the MPA exchange must be done, in jiffies.
     deadline: u64,
-    config: MpaConfig,
-    parser: KBox<MpaFrameParser>,
-    /// An MPA frame being sent, its length and how much of it went.
-    out: [u8; MPA_MAX_FRAME_LEN],
-    out_len: usize,
-    out_sent: usize,
-    mpa_in: MpaInput,
+    mpa: Handshake,
     conn: Option<Connection<Endpoint>>,
     local: Option<SocketAddr>,
     remote: Option<SocketAddr>,
@@ -172,131 +132,6 @@ impl EpInner {
     }
 }
 
-/// Ready-to-receive messages riw takes as responder: a zero-length Write, as it sends
-/// itself, or a zero-length Read, the default of Chelsio's initiators.
-const RESPONDER_RTR: RtrModes = RtrModes {
-    write: true,
-    read: true,
-    send: false,
-};
-
-/// Our MPA settings for a new connection.
-fn mpa_config(ird: u32, ord: u32, peer_to_peer: bool) -> MpaConfig {
-    let max = u32::from(MPA_MAX_IRD_ORD);
-    MpaConfig {
-        revision: MpaRevision::V2,
-        crc: params::mpa_crc_required(),
-        ird: ird.min(LIMITS.max_qp_rd_atom).min(max) as u16,
-        ird_max: LIMITS.max_qp_rd_atom.min(max) as u16,
-        ord: ord.min(LIMITS.max_qp_init_rd_atom).min(max) as u16,
-        peer_to_peer,
-        // Zero-length RDMA Write, the one riw sends and takes.
-        rtr: RtrModes::only(RtrMode::Write),
-        // riw takes FPDUs of any size; it sends larger ones than a segment only to a peer
-        // that says the same.
-        large_fpdus: true,
-    }
-}
-
-impl SocketHandler for Listener {
-    fn socket_event(this: &Arc<Self>, _event: SocketEvent) {
-        DelayedWork::run_now(this, &this.dev.queue);
-    }
-}
-
-impl DelayedWorkItem for Listener {
-    fn delayed_work(&self) -> &DelayedWork<Self> {
-        &self.work
-    }
-
-    fn run(this: Arc<Self>) {
-        // A bounded batch, so one busy listener does not hold the queue.
-        for _ in 0..32 {
-            // Not under the listener's lock: endpoints take it when they report.
-            let accepted = match this.inner.lock().socket.as_ref() {
-                Some(socket) => socket.accept::<Endpoint>(),
-                None => return,
-            };
-            match accepted {
-                Ok(stream) => {
-                    if let Err(e) = Endpoint::new_passive(&this, stream) {
-                        if ratelimit() {
-                            pr_warn!("cannot take a connection: {:?}\n", e);
-                        }
-                    }
-                }
-                Err(_) => return,
-            }
-        }
-        DelayedWork::run_now(&this, &this.dev.queue);
-    }
-}
-
-impl Listener {
-    /// Listens on `cm_id`'s local address.
-    pub(crate) fn create(dev: &Device<RiwDevice>, cm_id: CmId, backlog: u32) -> Result {
-        let addr = cm_id.local_addr()?;
-        let netdev = dev.netdev().ok_or(ENODEV)?;
-        let dev_ref = dev.try_ref().ok_or(ENODEV)?;
-        let listener = Arc::pin_init(
-            try_pin_init!(Listener {
-                dev: dev_ref,
-                id: AtomicU32::new(0),
-                closed: AtomicBool::new(false),
-                work <- DelayedWork::new(),
-                inner <- new_mutex!(ListenerInner { socket: None, cm_id: None }, "riw_listener"),
-            }),
-            GFP_KERNEL,
-        )?;
-        let socket = TcpListener::listen(&netdev, &addr, backlog.max(1), listener.clone())?;
-        let id = dev.listeners.insert(1, u32::MAX, listener.clone())?;
-        listener.id.store(id, Ordering::Relaxed);
-        cm_id.set_provider_data(id as usize);
-        {
-            let mut inner = listener.inner.lock();
-            inner.socket = Some(socket);
-            inner.cm_id = Some(cm_id);
-        }
-        // Connections that came before the socket was stored.
-        DelayedWork::run_now(&listener, &listener.dev.queue);
-        Ok(())
-    }
-
-    /// Stops listening for `cm_id`; connections not yet reported go too.
-    pub(crate) fn destroy(dev: &Device<RiwDevice>, cm_id: &CmId) {
-        let Some(listener) = dev.listeners.remove(cm_id.provider_data() as u32) else {
-            return;
-        };
-        listener.close();
-    }
-
-    fn close(self: &Arc<Self>) {
-        let (socket, cm_id) = {
-            let mut inner = self.inner.lock();
-            self.closed.store(true, Ordering::Release);
-            (inner.socket.take(), inner.cm_id.take())
-        };
-        drop(socket);
-        drop(cm_id);
-        DelayedWork::cancel(self);
-        // Connections still in their MPA request see the listener closed and go.
-        self.dev.endpoints.for_each(|ep| {
-            if ep.listener.as_ref().is_some_and(|l| Arc::ptr_eq(l, self)) {
-                ep.kick();
-            }
-        });
-    }
-
-    /// Reports a connection request, unless the listener was closed meanwhile.
-    fn report_request(&self, event: &CmEvent<'_>) -> Result {
-        let inner = self.inner.lock();
-        match inner.cm_id.as_ref() {
-            Some(cm_id) if !self.closed.load(Ordering::Acquire) => cm_id.report(event),
-            _ => Err(ECONNREFUSED()),
-        }
-    }
-}
-
 impl SocketHandler for Endpoint {
     fn socket_event(this: &Arc<Self>, _event: SocketEvent) {
         this.kick();
@@ -336,15 +171,12 @@ impl Endpoint {
         config: MpaConfig,
     ) -> Result<Arc<Self>> {
         let dev_ref = dev.try_ref().ok_or(ENODEV)?;
-        let mpa_in = MpaInput::new()?;
-        let parser = KBox::new(
-            MpaFrameParser::new(if listener.is_some() {
-                FrameKind::Request
-            } else {
-                FrameKind::Reply
-            }),
-            GFP_KERNEL,
-        )?;
+        let kind = if listener.is_some() {
+            FrameKind::Request
+        } else {
+            FrameKind::Reply
+        };
+        let mpa = Handshake::new(config, kind)?;
         let ep = Arc::pin_init(
             try_pin_init!(Endpoint {
                 dev: dev_ref,
@@ -360,12 +192,7 @@ impl Endpoint {
                         cm_id: None,
                         qp: None,
                         deadline: jiffies() + msecs_to_jiffies(MPA_TIMEOUT_MS),
-                        config,
-                        parser,
-                        out: [0; MPA_MAX_FRAME_LEN],
-                        out_len: 0,
-                        out_sent: 0,
-                        mpa_in,
+                        mpa,
                         conn: None,
                         local: None,
                         remote: None,
@@ -392,6 +219,11 @@ impl Endpoint {
             }
             false
         });
+    }
+
+    /// The listener of a passive endpoint.
+    pub(super) fn listener(&self) -> Option<&Arc<Listener>> {
+        self.listener.as_ref()
     }
 
     /// Schedules the endpoint's work at once.
@@ -421,7 +253,7 @@ impl Endpoint {
     }
 
     /// A connection the listener accepted: it waits for the MPA request.
-    fn new_passive(listener: &Arc<Listener>, stream: TcpStream<Endpoint>) -> Result {
+    pub(super) fn new_passive(listener: &Arc<Listener>, stream: TcpStream<Endpoint>) -> Result {
         // Our ird/ord come with the accept; the request is judged then.
         let mut config = mpa_config(LIMITS.max_qp_rd_atom, LIMITS.max_qp_init_rd_atom, false);
         config.rtr = RESPONDER_RTR;
@@ -452,10 +284,12 @@ impl Endpoint {
         let ep = Self::new(dev, None, config)?;
         let result = (|| {
             let mut g = ep.inner.lock();
-            g.out_len = config
+            let mut frame = [0u8; MPA_MAX_FRAME_LEN];
+            let n = config
                 .request(param.private_data)
-                .encode(&mut g.out)
+                .encode(&mut frame)
                 .map_err(|_| EINVAL)?;
+            g.mpa.queue(&frame[..n])?;
             g.phase = Phase::Connecting;
             g.cm_id = Some(cm_id);
             g.qp = Some(qp);
@@ -492,13 +326,15 @@ impl Endpoint {
         config.rtr = RESPONDER_RTR;
         let mut frame = [0u8; MPA_MAX_FRAME_LEN];
         let respond = {
-            let request = g.parser.frame().ok_or(EINVAL)?;
+            let request = g.mpa.frame().ok_or(EINVAL)?;
             config
                 .respond(&request, param.private_data)
                 .map(|(reply, settled)| reply.encode(&mut frame).map(|n| (n, settled)))
         };
         let accepted = match respond {
-            Ok(Ok((n, settled))) => ep.prepare(g, &settled, &qp).map(|parts| (n, settled, parts)),
+            Ok(Ok((n, settled))) => ep
+                .prepare(g, &settled, &qp)
+                .map(|parts| (n, settled, parts)),
             // Parameters the request cannot meet (no matching ready-to-receive).
             _ => Err(ECONNREFUSED()),
         };
@@ -510,10 +346,9 @@ impl Endpoint {
                 return Err(e);
             }
         };
-        g.config = config;
-        g.out[..n].copy_from_slice(&frame[..n]);
-        g.out_len = n;
-        g.out_sent = 0;
+        g.mpa.config = config;
+        // Fits: the frame was encoded into a buffer of the same size.
+        let _ = g.mpa.queue(&frame[..n]);
         ep.flush_out(g);
         if let Err(e) = ep.hand_over(g, parts, &settled, settled.rtr) {
             ep.teardown(g, false, 0);
@@ -560,23 +395,7 @@ impl Endpoint {
 
     /// Sends what is left of the MPA frame; false if the socket is full.
     fn flush_out(&self, g: &mut EpInner) -> bool {
-        let EpInner {
-            socket,
-            out,
-            out_len,
-            out_sent,
-            ..
-        } = g;
-        let Some(sock) = socket.as_ref() else {
-            return false;
-        };
-        while *out_sent < *out_len {
-            match sock.send(&out[*out_sent..*out_len], false) {
-                Ok(n) => *out_sent += n,
-                Err(_) => return false,
-            }
-        }
-        true
+        g.mpa.flush(g.socket.as_ref())
     }
 
     fn step(self: &Arc<Self>, g: &mut EpInner) {
@@ -630,7 +449,7 @@ impl Endpoint {
 
     /// Reads and judges the peer's MPA frame.
     fn mpa(self: &Arc<Self>, g: &mut EpInner) {
-        if !self.flush_out(g) && g.out_sent < g.out_len {
+        if !self.flush_out(g) && g.mpa.sending() {
             // The socket is full or failed; its callbacks bring us back.
             if let Some(e) = g.socket.as_ref().and_then(|s| s.take_error()) {
                 self.refuse(g, "connection lost in the MPA exchange", e);
@@ -646,37 +465,21 @@ impl Endpoint {
             self.end(g, true, 0, None);
             return;
         }
-        loop {
-            let EpInner {
-                socket,
-                mpa_in,
-                parser,
-                ..
-            } = &mut *g;
-            let Some(sock) = socket.as_ref() else {
-                return;
-            };
-            let progress = match mpa_in.fill(sock) {
-                Ok(None) => {
-                    return self.refuse(g, "peer closed in the MPA exchange", ECONNRESET());
+        let Some(sock) = g.socket.as_ref() else {
+            return;
+        };
+        match g.mpa.read(sock) {
+            Read::Complete => {}
+            Read::More => return,
+            Read::Closed => {
+                return self.refuse(g, "peer closed in the MPA exchange", ECONNRESET());
+            }
+            Read::Lost(e) => return self.refuse(g, "connection lost in the MPA exchange", e),
+            Read::Invalid(why) => {
+                if ratelimit() {
+                    pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
                 }
-                Ok(Some([])) => return,
-                Ok(Some(bytes)) => parser.feed(bytes),
-                Err(e) => return self.refuse(g, "connection lost in the MPA exchange", e),
-            };
-            match progress {
-                Ok(p) => {
-                    g.mpa_in.consume(p.consumed);
-                    if p.complete {
-                        break;
-                    }
-                }
-                Err(why) => {
-                    if ratelimit() {
-                        pr_warn!("{} refused: {}\n", PeerName(g.remote), why);
-                    }
-                    return self.refuse_quietly(g, ECONNRESET());
-                }
+                return self.refuse_quietly(g, ECONNRESET());
             }
         }
         if g.phase == Phase::AwaitReply {
@@ -688,11 +491,11 @@ impl Endpoint {
 
     /// Passive side: a complete MPA request.
     fn request_arrived(self: &Arc<Self>, g: &mut EpInner) {
-        let Some(request) = g.parser.frame() else {
+        let Some(request) = g.mpa.frame() else {
             return;
         };
         // The request is answered at accept time; check now what makes it unanswerable.
-        let check = g.config.respond(&request, &[]).map(|_| ());
+        let check = g.mpa.config.respond(&request, &[]).map(|_| ());
         let pd_len = request.private_data.len();
         let (ird, ord) = request
             .enhanced
@@ -753,22 +556,21 @@ impl Endpoint {
     /// Answers the peer's request with a reject carrying `private_data`.
     fn send_reject(&self, g: &mut EpInner, private_data: &[u8]) -> Result {
         let mut frame = [0u8; MPA_MAX_FRAME_LEN];
-        let request = g.parser.frame().ok_or(EINVAL)?;
+        let request = g.mpa.frame().ok_or(EINVAL)?;
         let n = g
+            .mpa
             .config
             .reject(&request, private_data)
             .encode(&mut frame)
             .map_err(|_| EINVAL)?;
-        g.out[..n].copy_from_slice(&frame[..n]);
-        g.out_len = n;
-        g.out_sent = 0;
+        g.mpa.queue(&frame[..n])?;
         self.flush_out(g);
         Ok(())
     }
 
     /// Active side: the peer's MPA reply.
     fn reply_arrived(self: &Arc<Self>, g: &mut EpInner) {
-        let Some(reply) = g.parser.frame() else {
+        let Some(reply) = g.mpa.frame() else {
             return;
         };
         let mut private_data = [0u8; MAX_EVENT_PRIVATE_DATA];
@@ -778,7 +580,7 @@ impl Endpoint {
         if reply.reject {
             return self.connect_failed(g, ECONNREFUSED(), pd);
         }
-        let settled = match g.config.complete(&reply) {
+        let settled = match g.mpa.config.complete(&reply) {
             Ok(s) => s,
             Err(why) => {
                 if ratelimit() {
@@ -900,8 +702,15 @@ impl Endpoint {
         rtr_expected: Option<RtrMode>,
     ) -> Result {
         let socket = g.socket.take().ok_or(ECONNRESET())?;
-        let input = g.mpa_in.take();
-        g.conn = Some(Connection::start(self, socket, parts, *settled, input, rtr_expected));
+        let input = g.mpa.leftover();
+        g.conn = Some(Connection::start(
+            self,
+            socket,
+            parts,
+            *settled,
+            input,
+            rtr_expected,
+        ));
         Ok(())
     }
 
