@@ -5,7 +5,7 @@
 
 use super::listener::Listener;
 use super::mpa::{mpa_config, Handshake, Read, RESPONDER_RTR};
-use crate::conn::{self, Connection, Ending, Host, Link, Parts, PeerName};
+use crate::conn::{self, Connection, Ending, Host, Link, Parts, PeerName, Wake};
 use crate::device::RiwDevice;
 use crate::kernel_ext::defer::DeferKey;
 use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ETIMEDOUT};
@@ -21,7 +21,6 @@ use crate::limits::LIMITS;
 use crate::proto::mpa::{MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_PRIVATE_DATA};
 use crate::proto::{FrameKind, MpaConfig, Negotiated, RtrMode};
 use crate::qp::{CloseMode, ConnectionEndpoint, RiwQp};
-use crate::tx::Wake;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
