@@ -3,7 +3,6 @@
 //! Queue pairs: the send and receive rings in the soft-iWARP layout, sizes checked against
 //! the device limits, and the iWARP QP state machine.
 
-use crate::cm::{CloseMode, Endpoint};
 use crate::cq::{send_completion_opcode, Completion, RiwCq};
 use crate::device::RiwDevice;
 use crate::limits::{LIMITS, MMAP_KEY_MIN};
@@ -39,6 +38,35 @@ pub(crate) const MAX_INLINE: u32 =
     (size_of::<uapi::siw_sge>() * (uapi::SIW_MAX_SGE as usize - 1)) as u32;
 /// QP numbers: 24 bits, 0 reserved.
 const QP_NUM_MAX: u32 = (1 << 24) - 1;
+
+/// How the consumer wants a connection to end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CloseMode {
+    /// Send what is posted, then close (QP to SQD).
+    Graceful = 1,
+    /// Close at once with a reset (QP to ERROR, or destroyed).
+    Abort = 2,
+}
+
+/// The connection endpoint a QP is bound to from RTS until the connection ends: what the
+/// QP tells it. The QP calls these outside its own lock.
+pub(crate) trait ConnectionEndpoint: Send + Sync {
+    /// New send work, from a context that may sleep (the user library's doorbell).
+    fn doorbell(self: Arc<Self>);
+    /// New work posted by a kernel consumer, from any context.
+    fn posted(self: Arc<Self>);
+    /// The QP asks the connection to end.
+    fn close(self: Arc<Self>, mode: CloseMode);
+}
+
+/// Whether `bound` is `ep` (the same object, whatever the vtable of its reference).
+fn bound_to(bound: &Option<Arc<dyn ConnectionEndpoint>>, ep: &dyn ConnectionEndpoint) -> bool {
+    let ep: *const dyn ConnectionEndpoint = ep;
+    bound
+        .as_ref()
+        .is_some_and(|b| core::ptr::addr_eq(&**b as *const dyn ConnectionEndpoint, ep))
+}
+
 /// Access rights a QP may grant its peer or itself; iWARP has no atomics here.
 const QP_ACCESS_FLAGS: u32 = access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ;
 /// Rights a consumer may ask of a QP that riw grants as nothing, as siw and iw_cxgb4 do.
@@ -61,7 +89,7 @@ struct QpMutable {
     /// Index of the next receive queue entry a kernel consumer posts.
     rq_put: u32,
     /// The connection, from RTS until it ends.
-    ep: Option<Arc<Endpoint>>,
+    ep: Option<Arc<dyn ConnectionEndpoint>>,
     /// The QP is being destroyed: the flusher must let go of it, even if a connection
     /// that ended at the same time asked it to watch the QP after the destroy's `forget`.
     destroyed: bool,
@@ -222,7 +250,7 @@ impl RiwQp {
             q.ep.take()
         };
         if let Some(ep) = ep {
-            ep.request_close(CloseMode::Abort);
+            ep.close(CloseMode::Abort);
         }
         dev.flusher.forget(qp);
         dev.qp_nums.free(qp.qp_num());
@@ -231,7 +259,12 @@ impl RiwQp {
 
     /// The connection manager established the QP's connection: it enters RTS with the
     /// negotiated RDMA Read depths.
-    pub(crate) fn enter_rts(qp: &Qp<RiwDevice>, ep: Arc<Endpoint>, ord: u32, ird: u32) -> Result {
+    pub(crate) fn enter_rts(
+        qp: &Qp<RiwDevice>,
+        ep: Arc<dyn ConnectionEndpoint>,
+        ord: u32,
+        ird: u32,
+    ) -> Result {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
         if !matches!(q.state, QpState::Init | QpState::Rtr) || q.ep.is_some() {
@@ -245,10 +278,10 @@ impl RiwQp {
     }
 
     /// Whether the QP's connection is `ep`'s.
-    pub(crate) fn is_bound_to(qp: &Qp<RiwDevice>, ep: &Arc<Endpoint>) -> bool {
+    pub(crate) fn is_bound_to(qp: &Qp<RiwDevice>, ep: &dyn ConnectionEndpoint) -> bool {
         let this: &Self = qp;
         let q = this.mutable.lock();
-        q.ep.as_ref().is_some_and(|bound| Arc::ptr_eq(bound, ep))
+        bound_to(&q.ep, ep)
     }
 
     /// The connection of `ep` ended: if the QP is bound to it, the QP enters ERROR, which
@@ -256,11 +289,11 @@ impl RiwQp {
     pub(crate) fn connection_lost(
         dev: &Device<RiwDevice>,
         qp: &QpRef<RiwDevice>,
-        ep: &Arc<Endpoint>,
-    ) -> Option<Arc<Endpoint>> {
+        ep: &dyn ConnectionEndpoint,
+    ) -> Option<Arc<dyn ConnectionEndpoint>> {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
-        if !q.ep.as_ref().is_some_and(|bound| Arc::ptr_eq(bound, ep)) {
+        if !bound_to(&q.ep, ep) {
             return None;
         }
         let entering_error = q.state != QpState::Error;
@@ -384,7 +417,7 @@ impl RiwQp {
         };
         drop(q);
         if let Some(ep) = ep {
-            ep.request_close(mode);
+            ep.close(mode);
         }
         if watch {
             dev.flusher.watch(qp.new_ref());
@@ -429,7 +462,7 @@ impl RiwQp {
         match (q.state, q.ep.clone()) {
             (QpState::Rts | QpState::Sqd, Some(ep)) => {
                 drop(q);
-                ep.send_now();
+                ep.doorbell();
                 Ok(())
             }
             (QpState::Error, _) => {
@@ -530,7 +563,7 @@ impl RiwQp {
         let ep = q.ep.clone();
         drop(q);
         if let Some(ep) = ep {
-            ep.kick();
+            ep.posted();
         }
         result
     }

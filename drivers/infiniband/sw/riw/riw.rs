@@ -19,6 +19,8 @@ mod uapi;
 #[forbid(unsafe_code)]
 mod cm;
 #[forbid(unsafe_code)]
+mod conn;
+#[forbid(unsafe_code)]
 mod cq;
 #[forbid(unsafe_code)]
 mod crc;

@@ -18,9 +18,9 @@ use crate::limits::MAX_MSG_SIZE;
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
-use crate::kernel_ext::sync::SpinLockBh;
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
 use crate::mr::{pd_id, MemRegion, RiwMr};
+use crate::proto::encode_fpdu;
 use crate::proto::fpdu::max_ulpdu_for_mss;
 use crate::proto::{
     FpduHeader, FpduWriter, Opcode, Placement, RdmapHeader, ReadRequest, Segment, SegmentHeader,
@@ -28,7 +28,6 @@ use crate::proto::{
 };
 use crate::qp::RiwQp;
 use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork, WorkLimits};
-use crate::rx::Inbound;
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -189,8 +188,40 @@ struct Message {
     zero_copy: Option<(ZeroCopyTicket, u64)>,
 }
 
-/// Send state of a connection.
+/// Send state of a connection, by role: the frame in flight, the message being built,
+/// and what goes next.
 pub(crate) struct Sender {
+    out: Frame,
+    msg: Building,
+    sched: Schedule,
+}
+
+/// The frame being handed to the socket, and the work it completes.
+struct Frame {
+    /// The FPDU being handed to the socket: `buf[..head]`, then, if the payload goes
+    /// zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
+    /// `buf[head..len]` (its trailer). `sent` counts what went, in that order. Copied
+    /// FPDUs of one message are framed one after the other, up to the buffer's size,
+    /// before they go (`head` is then `len`).
+    buf: KVVec<u8>,
+    head: usize,
+    len: usize,
+    zero_copy_len: usize,
+    payload_offset: u32,
+    sent: usize,
+    /// More of the frame's message follows it: the socket may hold it back to fill a
+    /// segment (the last FPDU of a message goes out at once).
+    more: bool,
+    /// The ticket of the frame's zero-copy payload, once its message is done (the frame
+    /// was its last): kept, with `sources`, until the frame has gone.
+    ticket: Option<ZeroCopyTicket>,
+    /// Send or Write work whose last FPDU is the frame: it completes once the frame has
+    /// gone to the socket, not before (nor on the critical path of the message).
+    unreported: Option<SendWork>,
+}
+
+/// The message being built into FPDUs, and the connection's framing parameters.
+struct Building {
     crc: bool,
     max_ulpdu: u16,
     /// The most buffer bytes one FPDU takes.
@@ -199,23 +230,6 @@ pub(crate) struct Sender {
     send_msn: u32,
     /// Next MSN on the Read Request queue.
     read_msn: u32,
-    /// The FPDU being handed to the socket: `frame[..frame_head]`, then, if the payload
-    /// goes zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
-    /// `frame[frame_head..frame_len]` (its trailer). `sent` counts what went, in that
-    /// order. Copied FPDUs of one message are framed one after the other, up to the
-    /// buffer's size, before they go (`frame_head` is then `frame_len`).
-    frame: KVVec<u8>,
-    frame_head: usize,
-    frame_len: usize,
-    zero_copy_len: usize,
-    payload_offset: u32,
-    sent: usize,
-    /// More of the frame's message follows it: the socket may hold it back to fill a
-    /// segment (the last FPDU of a message goes out at once).
-    frame_more: bool,
-    /// The ticket of the frame's zero-copy payload, once its message is done (the frame
-    /// was its last): kept, with `sources`, until the frame has gone.
-    frame_ticket: Option<ZeroCopyTicket>,
     /// The token of the next zero-copy ticket.
     next_token: u64,
     message: Option<Message>,
@@ -226,13 +240,14 @@ pub(crate) struct Sender {
     sources: Sources,
     /// The current message's inline data.
     inline: [u8; INLINE_AREA],
+}
+
+/// What the sender takes next: send work or Read responses, and what holds it back.
+struct Schedule {
     /// The send queue entry last taken from the ring, copied out once.
     sqe: uapi::siw_sqe,
     /// `sqe` is send work that waits for Reads (ORD, or a fence).
     held: bool,
-    /// Send or Write work whose last FPDU is the frame: it completes once the frame has
-    /// gone to the socket, not before (nor on the critical path of the message).
-    unreported: Option<SendWork>,
     /// The connection's ORD.
     ord: u32,
     /// Work of ours may wait in the Read state (see `Reads::has_pending`). Only the
@@ -245,6 +260,31 @@ pub(crate) struct Sender {
     ring_more: bool,
 }
 
+/// What a connection's sender works for: its socket and its owner (which zero-copy
+/// tickets report to), both of one type.
+pub(crate) trait Owner: SocketHandler + ZeroCopyOwner {}
+
+impl<T: SocketHandler + ZeroCopyOwner> Owner for T {}
+
+/// What a send run works with, besides the sender's own state.
+pub(crate) struct TxContext<'a, H: SocketHandler, S> {
+    pub(crate) sock: &'a TcpStream<H>,
+    pub(crate) owner: &'a Arc<H>,
+    pub(crate) dev: &'a Device<RiwDevice>,
+    pub(crate) qp: &'a Qp<RiwDevice>,
+    /// The state shared with the receiver.
+    pub(crate) shared: &'a S,
+    pub(crate) wake: Wake,
+}
+
+impl<H: SocketHandler, S> Clone for TxContext<'_, H, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<H: SocketHandler, S> Copy for TxContext<'_, H, S> {}
+
 /// What runs the sender.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {
@@ -253,6 +293,20 @@ pub(crate) enum Wake {
     Doorbell,
     /// The connection's work item: Read responses and send work.
     WorkItem,
+}
+
+impl Frame {
+    fn total(&self) -> usize {
+        self.len + self.zero_copy_len
+    }
+
+    /// A frame of `len` bytes, all of it in the frame buffer.
+    fn set(&mut self, len: usize) {
+        self.head = len;
+        self.len = len;
+        self.zero_copy_len = 0;
+        self.sent = 0;
+    }
 }
 
 impl Sender {
@@ -267,99 +321,95 @@ impl Sender {
         });
         let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(segments));
         let max_frame = MAX_FRAME_HEADER_LEN + usize::from(max_ulpdu) + MAX_TRAILER_LEN;
-        let frame = KVVec::from_elem(0u8, max_frame.max(TX_BATCH_BYTES), GFP_KERNEL)?;
+        let buf = KVVec::from_elem(0u8, max_frame.max(TX_BATCH_BYTES), GFP_KERNEL)?;
         Ok(Self {
-            crc,
-            max_ulpdu,
-            max_frame,
-            send_msn: 1,
-            read_msn: 1,
-            frame,
-            frame_head: 0,
-            frame_len: 0,
-            zero_copy_len: 0,
-            payload_offset: 0,
-            sent: 0,
-            frame_more: false,
-            frame_ticket: None,
-            next_token: 0,
-            message: None,
-            template: FpduHeader::new(SegmentHeader {
-                opcode: Opcode::Send,
-                last: true,
-                placement: Placement::Untagged {
-                    inval_stag: 0,
-                    queue: QUEUE_SEND,
-                    msn: 0,
-                    mo: 0,
-                },
-            }),
-            sources: Sources::new(),
-            inline: [0; INLINE_AREA],
-            sqe: uapi::siw_sqe::default(),
-            held: false,
-            unreported: None,
-            ord,
-            pending: false,
-            respond_first: false,
-            ring_more: false,
+            out: Frame {
+                buf,
+                head: 0,
+                len: 0,
+                zero_copy_len: 0,
+                payload_offset: 0,
+                sent: 0,
+                more: false,
+                ticket: None,
+                unreported: None,
+            },
+            msg: Building {
+                crc,
+                max_ulpdu,
+                max_frame,
+                send_msn: 1,
+                read_msn: 1,
+                next_token: 0,
+                message: None,
+                template: FpduHeader::new(SegmentHeader {
+                    opcode: Opcode::Send,
+                    last: true,
+                    placement: Placement::Untagged {
+                        inval_stag: 0,
+                        queue: QUEUE_SEND,
+                        msn: 0,
+                        mo: 0,
+                    },
+                }),
+                sources: Sources::new(),
+                inline: [0; INLINE_AREA],
+            },
+            sched: Schedule {
+                sqe: uapi::siw_sqe::default(),
+                held: false,
+                ord,
+                pending: false,
+                respond_first: false,
+                ring_more: false,
+            },
         })
     }
 
     /// Whether nothing is half-sent or held.
     pub(crate) fn is_idle(&self) -> bool {
-        self.message.is_none() && !self.held && self.sent == self.frame_total()
+        self.msg.message.is_none() && !self.sched.held && self.out.sent == self.out.total()
     }
 
-    fn frame_total(&self) -> usize {
-        self.frame_len + self.zero_copy_len
-    }
 
     /// Whether the next FPDU of the current message is framed behind the copied ones
     /// waiting in the buffer, rather than those going first: more of the message follows,
     /// nothing of the buffer went yet, another FPDU fits, and the budget allows one.
     #[inline(always)]
     fn batching(&self, budget: u32) -> bool {
-        self.frame_more
-            && self.zero_copy_len == 0
-            && self.sent == 0
+        self.out.more
+            && self.out.zero_copy_len == 0
+            && self.out.sent == 0
             && budget != 0
-            && self.message.is_some()
-            && self.frame_len + self.max_frame <= self.frame.len()
+            && self.msg.message.is_some()
+            && self.out.len + self.msg.max_frame <= self.out.buf.len()
     }
 
-    /// A frame of `len` bytes, all of it in the frame buffer.
-    fn set_frame(&mut self, len: usize) {
-        self.frame_head = len;
-        self.frame_len = len;
-        self.zero_copy_len = 0;
-        self.sent = 0;
-    }
 
     /// Hands the rest of the current FPDU to the socket.
     #[inline(always)]
     fn push<H: SocketHandler>(&mut self, sock: &TcpStream<H>, more: bool) -> Result<bool> {
         loop {
-            let total = self.frame_total();
-            let payload_end = self.frame_head + self.zero_copy_len;
-            let sent = if self.sent >= total {
+            let total = self.out.total();
+            let payload_end = self.out.head + self.out.zero_copy_len;
+            let sent = if self.out.sent >= total {
                 // The last frame of a zero-copy message is gone: so is its payload.
-                if self.frame_ticket.take().is_some() {
-                    self.sources.clear();
+                if self.out.ticket.take().is_some() {
+                    self.msg.sources.clear();
                 }
                 return Ok(true);
-            } else if self.sent < self.frame_head {
-                let bytes = self.frame.get(self.sent..self.frame_head).ok_or(EINVAL)?;
-                sock.send(bytes, more || self.frame_head < total)
-            } else if self.sent < payload_end {
-                let done = self.sent - self.frame_head;
-                self.send_payload(sock, done, self.zero_copy_len - done)
+            } else if self.out.sent < self.out.head {
+                let bytes = self.out.buf.get(self.out.sent..self.out.head).ok_or(EINVAL)?;
+                sock.send(bytes, more || self.out.head < total)
+            } else if self.out.sent < payload_end {
+                let done = self.out.sent - self.out.head;
+                self.send_payload(sock, done, self.out.zero_copy_len - done)
             } else {
-                let at = self.sent - self.zero_copy_len;
-                sock.send(self.frame.get(at..self.frame_len).ok_or(EINVAL)?, more)
+                let at = self.out.sent - self.out.zero_copy_len;
+                sock.send(self.out.buf.get(at..self.out.len).ok_or(EINVAL)?, more)
             };
             match sent {
-                Ok(n) => self.sent += n,
+                Ok(n) => self.out.sent += n,
                 Err(e) if e == EAGAIN => return Ok(false),
                 Err(e) => return Err(e),
             }
@@ -374,13 +424,13 @@ impl Sender {
         done: usize,
         len: usize,
     ) -> Result<usize> {
-        let ticket = match (&self.frame_ticket, &self.message) {
+        let ticket = match (&self.out.ticket, &self.msg.message) {
             (Some(ticket), _) => ticket,
             (None, Some(m)) => &m.zero_copy.as_ref().ok_or(EINVAL)?.0,
             (None, None) => return Err(EINVAL),
         };
-        let offset = self.payload_offset + u32::try_from(done)?;
-        let (source, at) = self.sources.at(offset).ok_or(EINVAL)?;
+        let offset = self.out.payload_offset + u32::try_from(done)?;
+        let (source, at) = self.msg.sources.at(offset).ok_or(EINVAL)?;
         let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
         let n = ((source.len() - at) as usize).min(len);
         match sock.send_user_memory(mem, mem_offset, n, ticket, true)? {
@@ -391,29 +441,25 @@ impl Sender {
     }
 
     /// Sends Read responses and what the send queue holds, up to `budget` FPDUs.
-    pub(crate) fn run<H: SocketHandler + ZeroCopyOwner>(
+    pub(crate) fn run<H: Owner, S: Shared>(
         &mut self,
-        sock: &TcpStream<H>,
-        owner: &Arc<H>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        cx: &TxContext<'_, H, S>,
         mut budget: u32,
-        wake: Wake,
     ) -> TxEnd {
+        let TxContext { sock, dev, qp, wake, .. } = *cx;
         if wake == Wake::Doorbell {
-            self.ring_more = true;
+            self.sched.ring_more = true;
         }
         loop {
-            if self.sent < self.frame_total() && !self.batching(budget) {
-                match self.push(sock, self.frame_more) {
+            if self.out.sent < self.out.total() && !self.batching(budget) {
+                match self.push(sock, self.out.more) {
                     Ok(true) => {
-                        if let Some(work) = self.unreported.take() {
-                            self.finished(qp, inbound, work);
+                        if let Some(work) = self.out.unreported.take() {
+                            self.finished(cx, work);
                         }
                         // The message's regions are no longer needed: released off its path.
-                        if self.message.is_none() && self.frame_ticket.is_none() {
-                            self.sources.clear();
+                        if self.msg.message.is_none() && self.out.ticket.is_none() {
+                            self.msg.sources.clear();
                         }
                     }
                     Ok(false) => return TxEnd::Blocked,
@@ -423,25 +469,25 @@ impl Sender {
             if budget == 0 {
                 return TxEnd::Budget;
             }
-            if self.message.is_none() {
+            if self.msg.message.is_none() {
                 // The doorbell's work is done once the ring had no more at the last take:
                 // the library rings again for the next, and the Read state needs no look.
-                if wake == Wake::Doorbell && !self.ring_more && !self.held {
+                if wake == Wake::Doorbell && !self.sched.ring_more && !self.sched.held {
                     return TxEnd::Idle;
                 }
-                match self.next_message(owner, dev, qp, inbound, wake) {
+                match self.next_message(cx) {
                     Ok(true) => {}
                     Ok(false) => return TxEnd::Idle,
                     Err(()) => return TxEnd::LocalError,
                 }
             }
-            let Some(m) = self.message.as_mut() else {
+            let Some(m) = self.msg.message.as_mut() else {
                 // Framed at once: it goes next.
                 budget -= 1;
                 continue;
             };
             let Some(segment) = m.segments.next() else {
-                if let Err(end) = self.finish_message(qp, inbound) {
+                if let Err(end) = self.finish_message(cx) {
                     return end;
                 }
                 continue;
@@ -453,7 +499,7 @@ impl Sender {
             }
             budget -= 1;
             if segment.segment.last {
-                if let Err(end) = self.finish_message(qp, inbound) {
+                if let Err(end) = self.finish_message(cx) {
                     return end;
                 }
             }
@@ -465,27 +511,27 @@ impl Sender {
     /// Read state learns of it before the frame goes, since the peer's answer may come at
     /// once (a Read Response, a new Read Request once it has a response); copied Send and
     /// Write work completes after it went.
-    fn finish_message(
+    fn finish_message<H: Owner, S: Shared>(
         &mut self,
-        qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        cx: &TxContext<'_, H, S>,
     ) -> core::result::Result<(), TxEnd> {
+        let qp = cx.qp;
         let Some(Message {
             origin, zero_copy, ..
-        }) = self.message.take()
+        }) = self.msg.message.take()
         else {
             return Ok(());
         };
         let token = zero_copy.as_ref().map(|(_, token)| *token);
-        if let Err(work) = self.framed(origin, token, qp, inbound) {
+        if let Err(work) = self.framed(origin, token, cx) {
             complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR);
             return Err(TxEnd::LocalError);
         }
         // The work waits for the ticket's release now; the frame holds the ticket, and
         // the sources its payload comes from. A copied payload is in the frame already.
         if let Some((ticket, _)) = zero_copy {
-            if self.zero_copy_len != 0 {
-                self.frame_ticket = Some(ticket);
+            if self.out.zero_copy_len != 0 {
+                self.out.ticket = Some(ticket);
             }
         }
         Ok(())
@@ -495,23 +541,23 @@ impl Sender {
     /// of `token`, if any): the work it is for goes where it waits. `Err` gives back Read
     /// work the Read state could not take.
     #[inline(always)]
-    fn framed(
+    fn framed<H: Owner, S: Shared>(
         &mut self,
         origin: Origin,
         token: Option<u64>,
-        qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        cx: &TxContext<'_, H, S>,
     ) -> core::result::Result<(), SendWork> {
+        let TxContext { qp, shared: inbound, .. } = *cx;
         match origin {
             Origin::Work(work) => match token {
                 Some(token) => {
                     reads(inbound, |r| r.finished_zero_copy(qp, work, token));
-                    self.pending = true;
+                    self.sched.pending = true;
                 }
-                None => self.unreported = Some(work),
+                None => self.out.unreported = Some(work),
             },
             Origin::Read(work, sink) => {
-                self.pending = true;
+                self.sched.pending = true;
                 if reads(inbound, |r| r.read_sent(work, sink)).is_err() {
                     return Err(work);
                 }
@@ -523,14 +569,15 @@ impl Sender {
 
     /// Send work has gone: it completes now, or behind the work that waits in the Read
     /// state (whose lock is needed only if some may).
-    fn finished(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>, work: SendWork) {
-        if !self.pending {
+    fn finished<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>, work: SendWork) {
+        let TxContext { qp, shared: inbound, .. } = *cx;
+        if !self.sched.pending {
             if work.signalled {
                 complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
             }
             return;
         }
-        self.pending = reads(inbound, |r| {
+        self.sched.pending = reads(inbound, |r| {
             r.finished(qp, work);
             r.has_pending()
         });
@@ -540,44 +587,40 @@ impl Sender {
     /// zero-copy: large enough, all of it in registered user memory (pinned pages TCP may
     /// hold references to), on a connection whose route did not copy such pages before.
     /// Should no ticket be had, the message is copied.
-    fn zero_copy<O: ZeroCopyOwner>(
+    fn zero_copy<H: Owner, S: Shared>(
         &mut self,
-        owner: &Arc<O>,
-        inbound: &SpinLockBh<Inbound>,
+        cx: &TxContext<'_, H, S>,
         len: u64,
     ) -> Option<(ZeroCopyTicket, u64)> {
         let min = params::tx_zerocopy_min();
         if min == 0
             || len < u64::from(min)
-            || !self.sources.iter().all(|s| s.user_memory(0).is_some())
+            || !self.msg.sources.iter().all(|s| s.user_memory(0).is_some())
         {
             return None;
         }
-        if inbound.lock().zero_copy_copied && !params::tx_zerocopy_keep() {
+        if cx.shared.zero_copy_copied() && !params::tx_zerocopy_keep() {
             return None;
         }
-        let token = self.next_token;
-        self.next_token = token.wrapping_add(1);
-        let ticket = ZeroCopyTicket::new(owner.clone(), token).ok()?;
+        let token = self.msg.next_token;
+        self.msg.next_token = token.wrapping_add(1);
+        let ticket = ZeroCopyTicket::new(cx.owner.clone(), token).ok()?;
         Some((ticket, token))
     }
 
     /// Picks the next message, a Read response or send work (taking turns so neither
     /// starves the other), and plans it: true if there is one. `Err` once send work
     /// failed (and was completed in error).
-    fn next_message<O: ZeroCopyOwner>(
+    fn next_message<H: Owner, S: Shared>(
         &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
-        wake: Wake,
+        cx: &TxContext<'_, H, S>,
     ) -> core::result::Result<bool, ()> {
-        self.respond_first = !self.respond_first;
+        let TxContext { dev, qp, shared: inbound, wake, .. } = *cx;
+        self.sched.respond_first = !self.sched.respond_first;
         // Taking turns matters only while send work waits too: with none in the ring at
         // the last take (a doorbell since leaves a note, and the work item runs again),
         // a Read Request is answered at once, without a look at the ring first.
-        let respond_first = self.respond_first || (!self.ring_more && !self.held);
+        let respond_first = self.sched.respond_first || (!self.sched.ring_more && !self.sched.held);
         loop {
             // One look at the Read state per decision: the receiver shares its lock, and
             // each taking costs (a message used to take it five times). Meanwhile the
@@ -585,9 +628,9 @@ impl Sender {
             // the sender when it does: a stale look defers work, never oversteps ORD or
             // a fence. The doorbell leaves Read Requests to the work item, so while no
             // work of ours waits there, it needs no look at all.
-            let look = if wake == Wake::Doorbell && !self.pending {
+            let look = if wake == Wake::Doorbell && !self.sched.pending {
                 Look::Work {
-                    limits: WorkLimits::none_pending(self.ord),
+                    limits: WorkLimits::none_pending(self.sched.ord),
                     requests: false,
                 }
             } else {
@@ -604,12 +647,12 @@ impl Sender {
                     };
                     (work, pending)
                 });
-                self.pending = pending;
+                self.sched.pending = pending;
                 look
             };
             let (limits, requests) = match look {
                 Look::Respond(request) => {
-                    return self.response(owner, dev, qp, request, inbound);
+                    return self.response(cx, request);
                 }
                 Look::Work { limits, requests } => (limits, requests),
             };
@@ -617,7 +660,7 @@ impl Sender {
                 // Stopped for a limit: a Read completing must wake us, unless one did
                 // since the look. A full list of work to complete stops us only if more
                 // work waits (a QP one deep fills it with every Read).
-                let stopped = self.held || (!limits.can_take && RiwQp::send_waiting(qp));
+                let stopped = self.sched.held || (!limits.can_take && RiwQp::send_waiting(qp));
                 if stopped && !reads(inbound, |r| r.sender_waits(limits)) {
                     continue;
                 }
@@ -625,26 +668,26 @@ impl Sender {
                     return Ok(false);
                 }
                 return match reads(inbound, |r| r.take_request()) {
-                    Some(request) => self.response(owner, dev, qp, request, inbound),
+                    Some(request) => self.response(cx, request),
                     None => Ok(false),
                 };
             }
-            match local_operation(dev, qp, &self.sqe) {
+            match local_operation(dev, qp, &self.sched.sqe) {
                 Some(Ok(())) => {
-                    self.finished(qp, inbound, SendWork::new(&self.sqe, 0));
+                    self.finished(cx, SendWork::new(&self.sched.sqe, 0));
                     continue;
                 }
                 Some(Err(status)) => {
-                    complete_send(qp, &SendWork::failed(&self.sqe), status);
+                    complete_send(qp, &SendWork::failed(&self.sched.sqe), status);
                     return Err(());
                 }
                 None => {}
             }
-            return match self.start(owner, dev, qp, inbound) {
+            return match self.start(cx) {
                 Ok(()) => Ok(true),
                 Err(status) => {
-                    self.sources.clear();
-                    complete_send(qp, &SendWork::failed(&self.sqe), status);
+                    self.msg.sources.clear();
+                    complete_send(qp, &SendWork::failed(&self.sched.sqe), status);
                     Err(())
                 }
             };
@@ -659,20 +702,20 @@ impl Sender {
         qp: &Qp<RiwDevice>,
         limits: &WorkLimits,
     ) -> core::result::Result<bool, ()> {
-        if !self.held {
+        if !self.sched.held {
             if !limits.can_take {
                 return Ok(false);
             }
-            match RiwQp::take_send(qp, &mut self.sqe) {
-                Some(more) => self.ring_more = more,
+            match RiwQp::take_send(qp, &mut self.sched.sqe) {
+                Some(more) => self.sched.ring_more = more,
                 None => {
-                    self.ring_more = false;
+                    self.sched.ring_more = false;
                     return Ok(false);
                 }
             }
         }
-        self.held = false;
-        let sqe = &self.sqe;
+        self.sched.held = false;
+        let sqe = &self.sched.sqe;
         let fenced = u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_READ_FENCE != 0;
         let is_read = matches!(
             u32::from(sqe.opcode),
@@ -685,7 +728,7 @@ impl Sender {
             return Err(());
         }
         if (fenced && limits.reads_waiting) || (is_read && limits.may_read == Some(false)) {
-            self.held = true;
+            self.sched.held = true;
             return Ok(false);
         }
         Ok(true)
@@ -693,15 +736,13 @@ impl Sender {
 
     /// Plans the response to a Read Request (checked when it arrived): true. `Err` if it
     /// cannot be sent (the connection ends).
-    fn response<O: ZeroCopyOwner>(
+    fn response<H: Owner, S: Shared>(
         &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
+        cx: &TxContext<'_, H, S>,
         request: InboundRead,
-        inbound: &SpinLockBh<Inbound>,
     ) -> core::result::Result<bool, ()> {
-        self.template.segment = SegmentHeader {
+        let inbound = cx.shared;
+        self.msg.template.segment = SegmentHeader {
             opcode: Opcode::ReadResponse,
             last: true,
             placement: Placement::Tagged {
@@ -709,23 +750,23 @@ impl Sender {
                 to: request.sink_to,
             },
         };
-        self.template.rdmap = RdmapHeader::None;
-        self.sources.clear();
+        self.msg.template.rdmap = RdmapHeader::None;
+        self.msg.sources.clear();
         if let Some((region, addr)) = request.source {
             let source = Source::Region {
                 region,
                 addr,
                 len: request.size,
             };
-            if self.sources.push(source).is_err() {
+            if self.msg.sources.push(source).is_err() {
                 reads(inbound, |r| r.responded());
                 return Err(());
             }
         }
-        match self.plan(owner, dev, qp, inbound, Origin::Response, request.size) {
+        match self.plan(cx, Origin::Response, request.size) {
             Ok(()) => Ok(true),
             Err(_) => {
-                self.sources.clear();
+                self.msg.sources.clear();
                 reads(inbound, |r| r.responded());
                 Err(())
             }
@@ -734,8 +775,8 @@ impl Sender {
 
     /// The current message failed locally: send work completes in error.
     fn fail_message(&mut self, qp: &Qp<RiwDevice>, status: u32) {
-        if let Some(m) = self.message.take() {
-            self.sources.clear();
+        if let Some(m) = self.msg.message.take() {
+            self.msg.sources.clear();
             if let Origin::Work(work) | Origin::Read(work, _) = m.origin {
                 complete_send(qp, &work, status);
             }
@@ -744,13 +785,13 @@ impl Sender {
 
     /// The connection ended: the work taken from the send queue and not completed yet
     /// completes as flushed, oldest first.
-    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, inbound: &SpinLockBh<Inbound>) {
+    pub(crate) fn flush(&mut self, qp: &Qp<RiwDevice>, inbound: &impl Shared) {
         const FLUSHED: u32 = uapi::siw_wc_status_SIW_WC_WR_FLUSH_ERR;
         reads(inbound, |r| r.flush(qp));
-        self.pending = false;
-        if let Some(work) = self.unreported.take() {
+        self.sched.pending = false;
+        if let Some(work) = self.out.unreported.take() {
             // Its frame went whole only if a Terminate pushed it out.
-            if self.sent == self.frame_total() {
+            if self.out.sent == self.out.total() {
                 if work.signalled {
                     complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
                 }
@@ -766,8 +807,8 @@ impl Sender {
             }
         }
         self.fail_message(qp, FLUSHED);
-        if core::mem::take(&mut self.held) {
-            complete_send(qp, &SendWork::failed(&self.sqe), FLUSHED);
+        if core::mem::take(&mut self.sched.held) {
+            complete_send(qp, &SendWork::failed(&self.sched.sqe), FLUSHED);
         }
     }
 
@@ -833,15 +874,13 @@ impl Sender {
 
     /// Validates the send work in `sqe` and plans its message: headers, sources and
     /// segments. `Err` is the completion status to report.
-    fn start<O: ZeroCopyOwner>(
+    fn start<H: Owner, S: Shared>(
         &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        cx: &TxContext<'_, H, S>,
     ) -> core::result::Result<(), u32> {
+        let TxContext { dev, qp, .. } = *cx;
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
-        let sqe = &self.sqe;
+        let sqe = &self.sched.sqe;
         let flags = u32::from(sqe.flags);
         let known = uapi::siw_wqe_flags_SIW_WQE_VALID
             | uapi::siw_wqe_flags_SIW_WQE_INLINE
@@ -873,18 +912,18 @@ impl Sender {
         } else {
             0
         };
-        let total = Self::fill_sources(dev, qp, sqe, rights, &mut self.sources)?;
+        let total = Self::fill_sources(dev, qp, sqe, rights, &mut self.msg.sources)?;
         if total > u64::from(MAX_MSG_SIZE) {
             return Err(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR);
         }
         let work = SendWork::new(sqe, total as u32);
         let (rkey, raddr) = (sqe.rkey, sqe.raddr());
         if inline {
-            self.inline = sqe.inline_area();
+            self.msg.inline = sqe.inline_area();
         }
         let (origin, payload_len) = match opcode {
             Opcode::RdmaWrite => {
-                self.template.segment = SegmentHeader {
+                self.msg.template.segment = SegmentHeader {
                     opcode,
                     last: true,
                     placement: Placement::Tagged {
@@ -892,14 +931,14 @@ impl Sender {
                         to: raddr,
                     },
                 };
-                self.template.rdmap = RdmapHeader::None;
+                self.msg.template.rdmap = RdmapHeader::None;
                 (Origin::Work(work), total)
             }
             Opcode::ReadRequest => {
                 // A Read sends no payload: its one SGE, taken out of the sources, is the sink.
-                let (region, sink_stag, sink_to) = match self.sources.take_first() {
+                let (region, sink_stag, sink_to) = match self.msg.sources.take_first() {
                     Some(Source::Region { region, addr, .. }) => {
-                        (Some(region), self.sqe.sges()[0].lkey, addr)
+                        (Some(region), self.sched.sqe.sges()[0].lkey, addr)
                     }
                     // Zero bytes: a non-zero STag all the same (hardware rejects 0).
                     _ => (None, ZERO_READ_SINK_STAG, 0),
@@ -907,9 +946,9 @@ impl Sender {
                 sink_to
                     .checked_add(total)
                     .ok_or(uapi::siw_wc_status_SIW_WC_LOC_LEN_ERR)?;
-                let msn = self.read_msn;
-                self.read_msn = msn.wrapping_add(1);
-                self.template.segment = SegmentHeader {
+                let msn = self.msg.read_msn;
+                self.msg.read_msn = msn.wrapping_add(1);
+                self.msg.template.segment = SegmentHeader {
                     opcode,
                     last: true,
                     placement: Placement::Untagged {
@@ -919,7 +958,7 @@ impl Sender {
                         mo: 0,
                     },
                 };
-                self.template.rdmap = RdmapHeader::ReadRequest(ReadRequest {
+                self.msg.template.rdmap = RdmapHeader::ReadRequest(ReadRequest {
                     sink_stag,
                     sink_to,
                     size: total as u32,
@@ -937,9 +976,9 @@ impl Sender {
             }
             _ => {
                 let inval_stag = if opcode.invalidates() { rkey } else { 0 };
-                let msn = self.send_msn;
-                self.send_msn = msn.wrapping_add(1);
-                self.template.segment = SegmentHeader {
+                let msn = self.msg.send_msn;
+                self.msg.send_msn = msn.wrapping_add(1);
+                self.msg.template.segment = SegmentHeader {
                     opcode,
                     last: true,
                     placement: Placement::Untagged {
@@ -949,43 +988,41 @@ impl Sender {
                         mo: 0,
                     },
                 };
-                self.template.rdmap = RdmapHeader::None;
+                self.msg.template.rdmap = RdmapHeader::None;
                 (Origin::Work(work), total)
             }
         };
-        self.plan(owner, dev, qp, inbound, origin, payload_len as u32)
+        self.plan(cx, origin, payload_len as u32)
     }
 
     /// Plans the message for `origin` whose headers are the template and whose `len`
     /// payload bytes come from the sources. One that fits one FPDU and is copied (most
     /// small ones) is framed at once: no segmentation is planned, nothing waits to be
     /// built. `Err` is the completion status of its work.
-    fn plan<O: ZeroCopyOwner>(
+    fn plan<H: Owner, S: Shared>(
         &mut self,
-        owner: &Arc<O>,
-        dev: &Device<RiwDevice>,
-        qp: &Qp<RiwDevice>,
-        inbound: &SpinLockBh<Inbound>,
+        cx: &TxContext<'_, H, S>,
         origin: Origin,
         len: u32,
     ) -> core::result::Result<(), u32> {
+        let dev = cx.dev;
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
-        let zero_copy = self.zero_copy(owner, inbound, u64::from(len));
+        let zero_copy = self.zero_copy(cx, u64::from(len));
         if zero_copy.is_none() {
-            if let Some(segment) = Segment::whole(&self.template, len, self.max_ulpdu) {
+            if let Some(segment) = Segment::whole(&self.msg.template, len, self.msg.max_ulpdu) {
                 self.build(dev, &segment, false)
                     .map_err(|_| uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
-                if self.framed(origin, None, qp, inbound).is_err() {
+                if self.framed(origin, None, cx).is_err() {
                     // Nothing of it goes.
-                    self.set_frame(0);
+                    self.out.set(0);
                     return Err(LOC_QP_OP_ERR);
                 }
                 return Ok(());
             }
         }
         let segments =
-            Segmenter::new(&self.template, len, self.max_ulpdu).map_err(|_| LOC_QP_OP_ERR)?;
-        self.message = Some(Message {
+            Segmenter::new(&self.msg.template, len, self.msg.max_ulpdu).map_err(|_| LOC_QP_OP_ERR)?;
+        self.msg.message = Some(Message {
             origin,
             segments,
             zero_copy,
@@ -998,23 +1035,22 @@ impl Sender {
     /// message goes `zero_copy` only its header and trailer.
     #[inline(always)]
     fn build(&mut self, dev: &Device<RiwDevice>, segment: &Segment, zero_copy: bool) -> Result {
-        let base = if self.sent < self.frame_total() {
-            if zero_copy || self.zero_copy_len != 0 || self.sent != 0 {
+        let base = if self.out.sent < self.out.total() {
+            if zero_copy || self.out.zero_copy_len != 0 || self.out.sent != 0 {
                 return Err(EINVAL);
             }
-            self.frame_len
+            self.out.len
         } else {
             0
         };
-        let Self {
+        let Building {
             template,
             sources,
             inline,
-            frame,
             crc,
             ..
-        } = self;
-        let frame = frame.get_mut(base..).ok_or(EINVAL)?;
+        } = &mut self.msg;
+        let frame = self.out.buf.get_mut(base..).ok_or(EINVAL)?;
         let (offset, len) = (segment.offset, segment.len as usize);
         let (mut writer, head) =
             FpduWriter::<KernelCrc32c>::begin_segment(template, segment, *crc, frame)
@@ -1035,17 +1071,17 @@ impl Sender {
         let tail = writer
             .finish(frame.get_mut(body_end..).ok_or(EINVAL)?)
             .map_err(|_| EINVAL)?;
-        self.frame_len = base + body_end + tail;
+        self.out.len = base + body_end + tail;
         // A frame wholly in the buffer goes in one socket call, not two around its payload.
-        self.frame_head = if zero_copy_len == 0 {
-            self.frame_len
+        self.out.head = if zero_copy_len == 0 {
+            self.out.len
         } else {
             body_end
         };
-        self.zero_copy_len = zero_copy_len;
-        self.payload_offset = offset;
-        self.sent = 0;
-        self.frame_more = !segment.segment.last;
+        self.out.zero_copy_len = zero_copy_len;
+        self.out.payload_offset = offset;
+        self.out.sent = 0;
+        self.out.more = !segment.segment.last;
         Ok(())
     }
 
@@ -1057,9 +1093,9 @@ impl Sender {
         }
         let header = FpduHeader::terminate(term);
         if let Ok(n) =
-            crate::proto::encode_fpdu::<KernelCrc32c>(&header, &[], self.crc, &mut self.frame)
+            encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, &mut self.out.buf)
         {
-            self.set_frame(n);
+            self.out.set(n);
             let _ = self.push(sock, false);
         }
     }
@@ -1072,9 +1108,9 @@ impl Sender {
             last: true,
             placement: Placement::Tagged { stag: 1, to: 0 },
         });
-        let n = crate::proto::encode_fpdu::<KernelCrc32c>(&header, &[], self.crc, &mut self.frame)
+        let n = encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, &mut self.out.buf)
             .map_err(|_| EINVAL)?;
-        self.set_frame(n);
+        self.out.set(n);
         self.push(sock, false).map(|_| ())
     }
 }
@@ -1179,8 +1215,16 @@ enum Look {
     Work { limits: WorkLimits, requests: bool },
 }
 
-/// Runs `f` on the connection's Read state, locked for that step only: the receiver
-/// shares it, and the sender never holds it across a socket call.
-fn reads<R>(inbound: &SpinLockBh<Inbound>, f: impl FnOnce(&mut Reads) -> R) -> R {
-    f(&mut inbound.lock().reads)
+/// What the sender uses of the state its connection shares with the receiver.
+pub(crate) trait Shared {
+    /// Runs `f` on the connection's Read state, locked for that step only: the receiver
+    /// shares it, and the sender never holds it across a socket call.
+    fn with_reads<R>(&self, f: impl FnOnce(&mut Reads) -> R) -> R;
+    /// The route copied the pages of a zero-copy send anyway.
+    fn zero_copy_copied(&self) -> bool;
+}
+
+#[inline(always)]
+fn reads<R>(inbound: &impl Shared, f: impl FnOnce(&mut Reads) -> R) -> R {
+    inbound.with_reads(f)
 }

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An established connection: the socket, once the connection manager handed it over
+//! after the MPA exchange, with the sender and receiver that drive it, the state they
+//! share, and the scheduling of their turns (the work item, the socket's callback, the
+//! doorbell).
+//!
+//! The connection does not know the endpoint that holds it: what it needs of it is the
+//! `Host` trait, and what the endpoint must act on (report the connection up, end it)
+//! comes back as return values.
+
+use crate::device::RiwDevice;
+use crate::kernel_ext::defer::DeferKey;
+use crate::kernel_ext::errno::ECONNRESET;
+use crate::kernel_ext::rdma::{Device, QpRef};
+use crate::kernel_ext::socket::{
+    ratelimit, LockedSocket, SocketAddr, SocketHandler, TcpStream, ZeroCopyOwner,
+};
+use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::proto::{Negotiated, RtrMode, TermCause, Terminate};
+use crate::reads::Reads;
+use crate::rx::{MpaInput, Receiver, RxEnd};
+use crate::tx::{Sender, Shared, TxContext, TxEnd};
+pub(crate) use crate::tx::Wake;
+use core::cell::Cell;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// FPDUs a connection handles per direction before it lets other work run.
+const BUDGET: u32 = 64;
+/// FPDUs the socket callback receives at a time, in softirq context; the work item takes
+/// over beyond that.
+const CALLBACK_BUDGET: u32 = 16;
+/// Received bytes beyond which the callback leaves receiving to the work item: bulk data
+/// then gets placed on another CPU than the softirq's (often the sender's, over veth).
+const CALLBACK_MAX_BYTES: usize = 16 * 1024;
+/// The largest Read Response a Read Request arriving in a doorbell's name gets answered
+/// with from that doorbell's system call (see `Host::senders`): one that fits a segment.
+/// Larger ones go faster from the work item.
+const INLINE_RESPONSE_MAX: u32 = 1024;
+/// Endpoints a doorbell runs for others before it leaves the rest to their work items.
+const INLINE_RUNS: usize = 4;
+
+/// What a connection needs of the endpoint that holds it.
+pub(crate) trait Host: SocketHandler + ZeroCopyOwner + Sized {
+    /// The key under which hosts whose sender has a small Read Response to send are
+    /// handed to the doorbell whose own send made the Read Request arrive: over a local
+    /// route (veth, loopback) the peer's segment is received in softirq on the sender's
+    /// CPU, in its system call. The doorbell answers before it returns, saving the
+    /// wake-up of a work item on another CPU, its IPI and its context switches on every
+    /// Read (the requester's CPU spins on its CQ meanwhile).
+    fn senders() -> &'static DeferKey<Self>;
+    fn link(&self) -> &Link;
+    fn dev(&self) -> &Device<RiwDevice>;
+    /// Schedules the host's work item at once.
+    fn kick(this: &Arc<Self>);
+    /// Does the host's work here and now, as its work item does.
+    fn run_engine(this: &Arc<Self>);
+}
+
+/// The part of a connection that the contexts running it reach without the endpoint's
+/// lock.
+#[pin_data]
+pub(crate) struct Link {
+    /// Taken before the endpoint's lock by the work item and the doorbell, so neither
+    /// waits on the other (a mutex spins while its holder runs, on the CPU the other work
+    /// needs).
+    engine: Turn,
+    /// Receive state, shared with the socket callback (see `Inbound`); taken after the
+    /// endpoint's lock and the socket's, never while sending.
+    #[pin]
+    inbound: SpinLockBh<Inbound>,
+}
+
+/// One context at a time runs the engine; another that finds it taken leaves a note
+/// and goes, and the holder has the work item run again once it is done.
+struct Turn {
+    taken: AtomicBool,
+    again: AtomicBool,
+}
+
+impl Turn {
+    const fn new() -> Self {
+        Self {
+            taken: AtomicBool::new(false),
+            again: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes the turn, or leaves the note and returns false.
+    fn take(&self) -> bool {
+        loop {
+            if !self.taken.swap(true, Ordering::SeqCst) {
+                return true;
+            }
+            self.again.store(true, Ordering::SeqCst);
+            // The holder may have looked for the note before it was left: once it has
+            // given the turn back, it is ours to take.
+            if self.taken.load(Ordering::SeqCst) {
+                return false;
+            }
+        }
+    }
+
+    /// Gives the turn back; true if a note was left meanwhile.
+    fn give_back(&self) -> bool {
+        self.taken.store(false, Ordering::SeqCst);
+        // Mostly none: a load is cheaper than taking it.
+        self.again.load(Ordering::SeqCst) && self.again.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// How a connection must end, for its endpoint to carry out.
+pub(crate) struct Ending {
+    /// Reset rather than close in order.
+    pub(crate) abort: bool,
+    /// The errno the connection manager learns, 0 for none.
+    pub(crate) status: i32,
+    /// The QP's consumer gets a fatal error event.
+    pub(crate) fatal: bool,
+}
+
+impl Ending {
+    const fn new(abort: bool, status: i32, fatal: bool) -> Self {
+        Self {
+            abort,
+            status,
+            fatal,
+        }
+    }
+
+    /// A local or protocol error after which the peer got a Terminate.
+    fn terminated() -> Self {
+        Self::new(true, ECONNRESET().to_errno(), true)
+    }
+}
+
+/// The established data path, once the MPA exchange is over.
+pub(crate) struct Connection<H: SocketHandler> {
+    socket: Option<TcpStream<H>>,
+    tx: Sender,
+    pub(crate) negotiated: Negotiated,
+    /// Peer-to-peer responder: nothing may be sent before the peer's ready-to-receive.
+    pub(crate) tx_held: bool,
+    /// The consumer asked for a graceful close: drain, then close.
+    pub(crate) draining: bool,
+}
+
+/// What a connection needs besides its socket, sized by the negotiated parameters: made
+/// before the connection is reported up, so that a failure refuses it.
+pub(crate) struct Parts {
+    tx: Sender,
+    reads: Reads,
+}
+
+impl Parts {
+    pub(crate) fn new(settled: &Negotiated, mss: u32, send_depth: u32) -> Result<Self> {
+        let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
+        let tx = Sender::new(settled.crc, mss, ord, settled.large_fpdus)?;
+        let reads = Reads::new(ord, ird, send_depth)?;
+        Ok(Self { tx, reads })
+    }
+}
+
+impl Link {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Link {
+            engine: Turn::new(),
+            inbound <- new_spinlock_bh!(Inbound::new(), "riw_inbound"),
+        })
+    }
+
+    /// TCP released the pages of a zero-copy send.
+    pub(crate) fn zero_copy_released(&self, token: u64, copied: bool) {
+        let mut guard = self.inbound.lock();
+        let inbound = &mut *guard;
+        inbound.zero_copy_copied |= copied;
+        if let Some(qp) = inbound.qp.as_ref() {
+            inbound.reads.zero_copy_released(qp, token);
+        }
+    }
+
+    /// The connection ended: a receive half placed completes as flushed.
+    pub(crate) fn flush_rx(&self, qp: &QpRef<RiwDevice>) {
+        self.inbound.lock().rx.flush(qp);
+    }
+
+    /// Receiving ends with the connection: all it held goes now, outside the lock, rather
+    /// than with the endpoint's last reference (which may go in softirq).
+    pub(crate) fn reset(&self) {
+        let ended = core::mem::replace(&mut *self.inbound.lock(), Inbound::new());
+        drop(ended);
+    }
+}
+
+/// Runs `f` if the engine's turn is free, else leaves the note for its holder; once
+/// done, schedules the work item if `f` asks for it or a note came meanwhile.
+pub(crate) fn with_engine<H: Host>(host: &Arc<H>, f: impl FnOnce() -> bool) {
+    let engine = &host.link().engine;
+    if !engine.take() {
+        return;
+    }
+    let wanted = f();
+    if engine.give_back() || wanted {
+        H::kick(host);
+    }
+}
+
+/// New send work, from a context that may sleep (the user library's doorbell): `send`
+/// sends it here and now, saving the work item's wake-up on every message. Small Read
+/// Responses that our sending made due go out from here too (see `Host::senders`), once
+/// our own locks are released.
+pub(crate) fn doorbell<H: Host>(host: &Arc<H>, send: impl FnOnce() -> bool) {
+    // Should the work item have the engine, it runs again after and sends this too.
+    H::senders().scope(
+        || with_engine(host, send),
+        INLINE_RUNS,
+        |h| H::run_engine(&h),
+        |h| H::kick(&h),
+    );
+}
+
+/// Data arrived, and this context may read the socket (its callback, in softirq, with
+/// TCP holding the socket's lock): places it now, which saves the work item's wake-up
+/// on every message. Returns false if the work item is wanted: FPDUs are not received
+/// yet, the connection must end, more data waits, or the sender has something to do (a
+/// Read to answer, work a Read held back, the ready-to-receive message came).
+pub(crate) fn receive_now<H: Host>(
+    host: &Arc<H>,
+    sock: &LockedSocket<'_>,
+    readable: usize,
+) -> bool {
+    if readable > CALLBACK_MAX_BYTES {
+        return false;
+    }
+    let mut inbound = host.link().inbound.lock();
+    if inbound.qp.is_none() || inbound.outcome.is_some() {
+        return false;
+    }
+    // The work item starts on another CPU as soon as the sender has something to do (a
+    // Read to answer), while this one receives the rest; a small response is left to the
+    // doorbell in whose name this runs, if any.
+    let (deferred, woken) = (Cell::new(false), Cell::new(false));
+    let wake_sender = |bytes: u32| {
+        if woken.get() || (deferred.get() && bytes <= INLINE_RESPONSE_MAX) {
+            return;
+        }
+        if bytes <= INLINE_RESPONSE_MAX && H::senders().defer(host) {
+            deferred.set(true);
+        } else {
+            woken.set(true);
+            H::kick(host);
+        }
+    };
+    match inbound.receive(sock, host.dev(), CALLBACK_BUDGET, &wake_sender) {
+        RxEnd::Idle => {
+            let wanted = inbound.reads.take_sender_wanted() || inbound.rx.rtr_pending();
+            !wanted || woken.get() || deferred.get()
+        }
+        RxEnd::Budget => false,
+        end => {
+            inbound.outcome = Some(end);
+            false
+        }
+    }
+}
+
+impl<H: Host> Connection<H> {
+    /// Takes the socket over from the connection manager once the MPA exchange is over:
+    /// the receiver takes FPDUs, `input` (what came with the last MPA frame) first. The
+    /// work item receives first (`receive`); the socket callback only after it (and so
+    /// after the connection was reported up).
+    pub(crate) fn start(
+        host: &H,
+        socket: TcpStream<H>,
+        parts: Parts,
+        negotiated: Negotiated,
+        input: MpaInput,
+        rtr_expected: Option<RtrMode>,
+    ) -> Self {
+        let Parts { tx, reads } = parts;
+        {
+            let mut inbound = host.link().inbound.lock();
+            inbound.reads = reads;
+            inbound.outcome = None;
+            inbound.rx.start_fpdus(negotiated.crc, rtr_expected, input);
+        }
+        Self {
+            socket: Some(socket),
+            tx,
+            negotiated,
+            tx_held: rtr_expected.is_some(),
+            draining: false,
+        }
+    }
+
+    /// Gives the socket back, to be closed.
+    pub(crate) fn take_socket(&mut self) -> Option<TcpStream<H>> {
+        self.socket.take()
+    }
+
+    /// Peer-to-peer initiator: sends the ready-to-receive message, best effort.
+    pub(crate) fn ready_to_receive(&mut self) {
+        if let Some(sock) = self.socket.as_ref() {
+            let _ = self.tx.ready_to_receive(sock);
+        }
+    }
+
+    /// Sends a Terminate, best effort.
+    pub(crate) fn terminate(&mut self, terminate: Terminate) {
+        if let Some(sock) = self.socket.as_ref() {
+            self.tx.terminate(sock, terminate);
+        }
+    }
+
+    /// The connection ended: work the sender took from the queues completes as flushed.
+    pub(crate) fn flush_tx(&mut self, host: &H, qp: &QpRef<RiwDevice>) {
+        self.tx.flush(qp, &host.link().inbound);
+    }
+
+    /// The work item's receive turn, up to the budget. Returns how it ended, and whether
+    /// the peer's ready-to-receive message came (which releases the sender): the endpoint
+    /// reports the connection up before it acts on the rest (`received`).
+    pub(crate) fn receive(
+        &mut self,
+        host: &Arc<H>,
+        qp: &QpRef<RiwDevice>,
+    ) -> Option<(RxEnd, bool)> {
+        let sock = self.socket.as_ref()?;
+        let inbound = &host.link().inbound;
+        // Woken only for the sender (a Read Request to answer, held work released): the
+        // receiver has nothing to do, and the socket's lock and a read would only delay
+        // the response. Data arriving after this look wakes the work item again.
+        let sender_only = sock
+            .nothing_to_read()
+            .then(|| {
+                let mut inbound = inbound.lock();
+                (inbound.qp.is_some() && inbound.outcome.is_none()).then(|| {
+                    inbound.reads.take_sender_wanted();
+                    (RxEnd::Idle, inbound.rx.take_rtr())
+                })
+            })
+            .flatten();
+        let (rx_end, rtr) = match sender_only {
+            Some(step) => step,
+            None => sock.with_lock(|sock| {
+                let mut inbound = inbound.lock();
+                let end = match inbound.outcome.take() {
+                    Some(end) => end,
+                    None => {
+                        if inbound.qp.is_none() {
+                            inbound.qp = Some(qp.clone());
+                        }
+                        // The work item sends right after receiving.
+                        inbound.receive(sock, host.dev(), BUDGET, &|_| {})
+                    }
+                };
+                inbound.reads.take_sender_wanted();
+                (end, inbound.rx.take_rtr())
+            }),
+        };
+        if rtr {
+            self.tx_held = false;
+        }
+        Some((rx_end, rtr))
+    }
+
+    /// Acts on how the receive turn ended; `Err` if the connection must end.
+    pub(crate) fn received(
+        &mut self,
+        host: &Arc<H>,
+        rx_end: RxEnd,
+        peer: Option<SocketAddr>,
+    ) -> Result<(), Ending> {
+        match rx_end {
+            RxEnd::Idle => Ok(()),
+            RxEnd::Budget => {
+                H::kick(host);
+                Ok(())
+            }
+            // The peer closed: report it, then close our side.
+            RxEnd::Eof => Err(Ending::new(false, 0, false)),
+            RxEnd::SocketError(e) => Err(Ending::new(true, e.to_errno(), false)),
+            RxEnd::Violation { cause, why } => {
+                if ratelimit() {
+                    pr_warn!("{} terminated: {}\n", PeerName(peer), why);
+                }
+                self.terminate_for(host, cause);
+                Err(Ending::terminated())
+            }
+            RxEnd::LocalError { cause } => {
+                self.terminate_for(host, cause);
+                Err(Ending::terminated())
+            }
+            RxEnd::Terminated(cause) => {
+                if ratelimit() {
+                    pr_info!(
+                        "{} terminated the connection (layer {}, type {}, code {:#x})\n",
+                        PeerName(peer),
+                        cause.layer_bits(),
+                        cause.etype(),
+                        cause.code()
+                    );
+                }
+                Err(Ending::terminated())
+            }
+        }
+    }
+
+    /// Sends the Terminate the receiver owes the peer for `cause`.
+    fn terminate_for(&mut self, host: &H, cause: TermCause) {
+        let terminate = host.link().inbound.lock().rx.take_terminate(cause);
+        self.terminate(terminate);
+    }
+
+    /// The sender's turn: Read responses and the send queue, up to the budget; `Err` if
+    /// the connection must end (drained after a graceful close, or failed).
+    pub(crate) fn transmit(
+        &mut self,
+        host: &Arc<H>,
+        qp: &QpRef<RiwDevice>,
+        wake: Wake,
+    ) -> Result<(), Ending> {
+        let Some(sock) = self.socket.as_ref() else {
+            return Ok(());
+        };
+        if self.tx_held {
+            return Ok(());
+        }
+        let inbound = &host.link().inbound;
+        let cx = TxContext {
+            sock,
+            owner: host,
+            dev: host.dev(),
+            qp,
+            shared: inbound,
+            wake,
+        };
+        match self.tx.run(&cx, BUDGET) {
+            TxEnd::Idle => {
+                if self.draining && self.tx.is_idle() && inbound.lock().reads.idle_or_wake_sender()
+                {
+                    return Err(Ending::new(false, 0, false));
+                }
+                Ok(())
+            }
+            TxEnd::Blocked => Ok(()),
+            TxEnd::Budget => {
+                H::kick(host);
+                Ok(())
+            }
+            TxEnd::LocalError => {
+                self.terminate(Terminate::new(TermCause::RDMAP_LOCAL_CATASTROPHIC));
+                Err(Ending::terminated())
+            }
+            TxEnd::SocketError(e) => Err(Ending::new(true, e.to_errno(), false)),
+        }
+    }
+}
+
+/// A peer's address in log lines.
+pub(crate) struct PeerName(pub(crate) Option<SocketAddr>);
+
+impl core::fmt::Display for PeerName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.0 {
+            Some(a) => write!(f, "peer {}", a),
+            None => f.write_str("peer (unknown)"),
+        }
+    }
+}
+
+/// What receiving shares between the contexts that do it (the work item, the socket's
+/// data-ready callback in softirq) and the sender, which takes `reads` briefly between
+/// messages: kept under a spinlock that keeps softirqs off. Nothing here sleeps or
+/// allocates.
+struct Inbound {
+    rx: Receiver,
+    reads: Reads,
+    /// The connection's QP, while FPDUs are received.
+    qp: Option<QpRef<RiwDevice>>,
+    /// What a receive in the callback stopped at, for the work item to act on.
+    outcome: Option<RxEnd>,
+    /// The route copied the pages of a zero-copy send anyway (delivery to a socket of
+    /// this host): zero-copy only costs here, so the sender copies from then on.
+    zero_copy_copied: bool,
+}
+
+impl Inbound {
+    fn new() -> Self {
+        Self {
+            rx: Receiver::new(),
+            reads: Reads::none(),
+            qp: None,
+            outcome: None,
+            zero_copy_copied: false,
+        }
+    }
+
+    /// Receives and places what the socket holds, up to `budget` FPDUs; `Idle` if
+    /// FPDUs are not received (yet, or any more). `wake_sender` runs as soon as the
+    /// sender has something to do (a Read Request to answer, work a Read held back), so
+    /// that it starts while the rest is received; it gets the bytes to send (a Read
+    /// Response's), `u32::MAX` if not known.
+    #[inline(always)]
+    fn receive(
+        &mut self,
+        sock: &LockedSocket<'_>,
+        dev: &Device<RiwDevice>,
+        budget: u32,
+        wake_sender: &dyn Fn(u32),
+    ) -> RxEnd {
+        let Self { rx, reads, qp, .. } = self;
+        match qp.as_ref() {
+            Some(qp) => rx.run(sock, dev, qp, reads, budget, wake_sender),
+            None => RxEnd::Idle,
+        }
+    }
+}
+
+impl Shared for SpinLockBh<Inbound> {
+    #[inline(always)]
+    fn with_reads<R>(&self, f: impl FnOnce(&mut Reads) -> R) -> R {
+        f(&mut self.lock().reads)
+    }
+
+    fn zero_copy_copied(&self) -> bool {
+        self.lock().zero_copy_copied
+    }
+}
