@@ -39,6 +39,20 @@
 #                                    $RIW_DEV1 (veth1) $RIW_ADDR1 (192.0.2.2/24) in RIW_NS1;
 #                                    removed at exit
 #   riw_netns_cleanup                remove them now (idempotent)
+#   riw_pair_args [SERVER_DRIVER CLIENT_DRIVER]
+#                                    a server-client suite's arguments: riw or siw each
+#                                    (default riw riw) into srv_drv and cli_drv; else usage
+#                                    and exit 2
+#   riw_pair_devices SERVER_DEV CLIENT_DEV
+#                                    riw_pair_setup for srv_drv and cli_drv, then the
+#                                    devices srv_dev (srv_drv on $RIW_DEV1, address $SRV4)
+#                                    and cli_dev (cli_drv on $RIW_DEV0) and a directory
+#                                    $tmp, all removed at exit; what still runs in either
+#                                    namespace is ended at exit
+#   riw_pair_run PORT SERVER_CMD... -- CLIENT_CMD...
+#                                    SERVER_CMD in namespace 1 and, once it listens on PORT,
+#                                    CLIENT_CMD in namespace 0; see its comment
+#   riw_ns_kill NS                   end what runs in namespace NS
 #   riw_kmod_results NAME            plan and report, one KTAP result each, the checks a test
 #                                    module logged as "NAME: ok|not ok N description", plus
 #                                    one more result the caller reports itself
@@ -295,6 +309,79 @@ riw_pair_setup() { # SERVER_DRIVER CLIENT_DRIVER
 riw_netns_cleanup() {
 	ip netns del "$RIW_NS0" 2>/dev/null || true
 	ip netns del "$RIW_NS1" 2>/dev/null || true
+}
+
+riw_pair_args() { # [SERVER_DRIVER CLIENT_DRIVER]
+	local d
+	srv_drv=${1:-riw}
+	cli_drv=${2:-riw}
+	for d in "$srv_drv" "$cli_drv"; do
+		case $d in
+		riw | siw) ;;
+		*) echo "usage: $0 [riw|siw riw|siw]" >&2; exit 2 ;;
+		esac
+	done
+}
+
+riw_pair_devices() { # SERVER_DEV CLIENT_DEV
+	srv_dev=$1 cli_dev=$2
+	riw_pair_setup "$srv_drv" "$cli_drv"
+	SRV4=$RIW_ADDR1
+	in1 rdma link add "$srv_dev" type "$srv_drv" netdev "$RIW_DEV1"
+	in0 rdma link add "$cli_dev" type "$cli_drv" netdev "$RIW_DEV0"
+	riw_defer rdma link delete "$cli_dev"
+	riw_defer rdma link delete "$srv_dev"
+	tmp=$(mktemp -d)
+	riw_defer rm -rf "$tmp"
+	riw_defer riw_ns_kill "$RIW_NS1"
+	riw_defer riw_ns_kill "$RIW_NS0"
+	echo "# server $srv_dev ($srv_drv) on $RIW_DEV1 $SRV4, client $cli_dev ($cli_drv) on" \
+		"$RIW_DEV0 $RIW_ADDR0; timeout scale $RIW_TIMEOUT_SCALE"
+}
+
+# Ends what still runs in namespace NS: a server that serves on, or one left behind.
+riw_ns_kill() { # NS
+	local pids
+	pids=$(ip netns pids "$1")
+	[ -n "$pids" ] || return 0
+	# shellcheck disable=SC2086 # one pid a word
+	kill $pids 2>/dev/null
+	riw_poll 2 __riw_ns_empty "$1" || kill -KILL $(ip netns pids "$1") 2>/dev/null
+}
+
+__riw_ns_empty() { # NS
+	[ -z "$(ip netns pids "$1")" ]
+}
+
+__riw_listening() { # PORT
+	[ -n "$(in1 ss -Htln "sport = :$1")" ]
+}
+
+# Both commands must exit 0, else the status is the client's failure, or the server's; the
+# server's own status is left in riw_pair_srv_rc. A server whose client failed may wait for
+# it for ever: it gets a moment, no more. With DAEMON=1 the server serves on and is ended
+# once the client is done, its status not counted. The server's output is shown after the
+# client's.
+riw_pair_run() { # PORT SERVER_CMD... -- CLIENT_CMD...
+	local port=$1 srv=() rc=0 spid st=0
+	shift
+	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	in1 "${srv[@]}" >"$tmp/srv.log" 2>&1 &
+	spid=$!
+	riw_poll 10 __riw_listening "$port" || echo "nothing listens on port $port"
+	in0 "$@" || rc=$?
+	__riw_gone() { ! kill -0 "$spid" 2>/dev/null; }
+	if [ "${DAEMON:-0}" = 1 ]; then
+		riw_ns_kill "$RIW_NS1"
+	elif [ $rc -ne 0 ] && ! riw_poll 5 __riw_gone; then
+		echo "the server still runs: killed"
+		riw_ns_kill "$RIW_NS1"
+	fi
+	wait "$spid" || { st=$?; [ $rc -ne 0 ] || [ "${DAEMON:-0}" = 1 ] || rc=$st; }
+	riw_pair_srv_rc=$st
+	sed 's/^/server: /' "$tmp/srv.log"
+	return $rc
 }
 
 # The kernel log since this test began: after its marker line, or all of it if the ring

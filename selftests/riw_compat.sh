@@ -35,16 +35,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-srv_drv=${1:-riw}
-cli_drv=${2:-riw}
-for d in "$srv_drv" "$cli_drv"; do
-	case $d in
-	riw | siw) ;;
-	*) echo "usage: $0 [riw|siw riw|siw]" >&2; exit 2 ;;
-	esac
-done
-srv_dev=cps0 cli_dev=cpc0
-SRV4=192.0.2.2
+riw_pair_args "$@"
 with_siw=
 [ "$srv_drv" != siw ] && [ "$cli_drv" != siw ] || with_siw=1
 
@@ -58,57 +49,7 @@ ktap_print_header
 ktap_set_plan $((${#QPERF_TESTS[@]} * 2 + 1 + ${#QPERF_IMM_TESTS[@]} + 2 +
 	${#FI_PINGPONG[@]} + 4 + 1 + ${#FIO_VERBS[@]}))
 
-riw_pair_setup "$srv_drv" "$cli_drv"
-in1 rdma link add "$srv_dev" type "$srv_drv" netdev "$RIW_DEV1"
-in0 rdma link add "$cli_dev" type "$cli_drv" netdev "$RIW_DEV0"
-riw_defer rdma link delete "$cli_dev"
-riw_defer rdma link delete "$srv_dev"
-tmp=$(mktemp -d)
-riw_defer rm -rf "$tmp"
-echo "# server $srv_dev ($srv_drv) on $RIW_DEV1 $SRV4, client $cli_dev ($cli_drv) on" \
-	"$RIW_DEV0 $RIW_ADDR0; timeout scale $RIW_TIMEOUT_SCALE"
-
-listening() { # PORT
-	[ -n "$(in1 ss -Htln "sport = :$1")" ]
-}
-
-# Ends what still runs in namespace NS: a server that serves on, or one left behind.
-ns_kill() { # NS
-	local pids
-	pids=$(ip netns pids "$1")
-	[ -n "$pids" ] || return 0
-	# shellcheck disable=SC2086 # one pid a word
-	kill $pids 2>/dev/null
-	ns_empty() { [ -z "$(ip netns pids "$1")" ]; }
-	riw_poll 2 ns_empty "$1" || kill -KILL $(ip netns pids "$1") 2>/dev/null
-}
-riw_defer ns_kill "$RIW_NS1"
-riw_defer ns_kill "$RIW_NS0"
-
-# A server command in namespace 1 and, once it listens on PORT, a client command in
-# namespace 0. Both must exit 0, else the status is the client's failure, or the server's;
-# with DAEMON=1 the server serves on and is ended once the client is done, its status
-# not counted. The server's output is shown after the client's.
-pair() { # PORT SERVER_CMD... -- CLIENT_CMD...
-	local port=$1 srv=() rc=0 spid st=0
-	shift
-	while [ "$1" != -- ]; do srv+=("$1"); shift; done
-	shift
-	in1 "${srv[@]}" >"$tmp/srv.log" 2>&1 &
-	spid=$!
-	riw_poll 10 listening "$port" || echo "nothing listens on port $port"
-	in0 "$@" || rc=$?
-	gone() { ! kill -0 "$spid" 2>/dev/null; }
-	if [ "${DAEMON:-0}" = 1 ]; then
-		ns_kill "$RIW_NS1"
-	elif [ $rc -ne 0 ] && ! riw_poll 5 gone; then
-		echo "the server still runs: killed"
-		ns_kill "$RIW_NS1"
-	fi
-	wait "$spid" || { st=$?; [ $rc -ne 0 ] || [ "${DAEMON:-0}" = 1 ] || rc=$st; }
-	sed 's/^/server: /' "$tmp/srv.log"
-	return $rc
-}
+riw_pair_devices cps0 cpc0
 
 # A program's check: a pass, or where siw takes part and its output matches SIW_FAILURE, a
 # failure of siw's own (known from siw<->siw runs): "XFAIL siw: SIW_WHY".
@@ -147,7 +88,7 @@ qperf_run() { # PORT QPERF_OPTIONS... TEST
 	local port=$1 try
 	shift
 	for try in 1 2; do
-		if DAEMON=1 pair "$port" qperf -lp "$port" -- \
+		if DAEMON=1 riw_pair_run "$port" qperf -lp "$port" -- \
 			timeout "$lim" qperf "$SRV4" -lp "$port" -cm1 -t 1 \
 			-to $((5 * RIW_TIMEOUT_SCALE)) "$@" >"$tmp/qperf.log" 2>&1; then
 			cat "$tmp/qperf.log"
@@ -215,7 +156,8 @@ for t in "${FI_PINGPONG[@]}"; do
 	env=()
 	[ "$ep" = msg ] || env=(env FI_LOG_LEVEL=warn)
 	compat_check "fi_pingpong -p '$prov' -e $ep: 20 round trips of $size bytes, checked" \
-		$LIMIT "" "" pair $port timeout "$lim" "${env[@]}" fi_pingpong "${args[@]}" -B $port -- \
+		$LIMIT "" "" \
+		riw_pair_run $port timeout "$lim" "${env[@]}" fi_pingpong "${args[@]}" -B $port -- \
 		timeout "$lim" "${env[@]}" fi_pingpong "${args[@]}" -P $port $SRV4
 done
 
@@ -228,18 +170,18 @@ for opt in b n; do
 	[ $opt = b ] || long=1
 	LONG_ONLY=$long compat_check "rstream -T v -T $opt: 100 transfers of 64 KiB, verified" \
 		$LIMIT "" "" \
-		pair $port timeout "$lim" rstream "${args[@]}" -- \
+		riw_pair_run $port timeout "$lim" rstream "${args[@]}" -- \
 		timeout "$lim" rstream -s $SRV4 "${args[@]}"
 done
 port=$((port + 1))
 args=(-p $port -T v -S 65536 -C 100)
 LONG_ONLY=1 compat_check "riostream -T v: 100 transfers of 64 KiB, verified" $LIMIT "" "" \
-	pair $port timeout "$lim" riostream "${args[@]}" -- \
+	riw_pair_run $port timeout "$lim" riostream "${args[@]}" -- \
 	timeout "$lim" riostream -s $SRV4 "${args[@]}"
 
 rcopy_file() { # PORT
 	head -c $((3 * 1024 * 1024 + 12345)) /dev/urandom >"$tmp/rcopy.src"
-	DAEMON=1 pair "$1" rcopy -p "$1" -- \
+	DAEMON=1 riw_pair_run "$1" rcopy -p "$1" -- \
 		timeout "$lim" rcopy "$tmp/rcopy.src" "$SRV4:$tmp/rcopy.dst" -p "$1" &&
 		cmp "$tmp/rcopy.src" "$tmp/rcopy.dst"
 }
@@ -248,13 +190,13 @@ compat_check "rcopy: a file of 3 MiB and a bit, compared" $LIMIT "" "" rcopy_fil
 
 port=$((port + 1))
 DAEMON=1 LONG_ONLY=1 compat_check "cmtime: 20 connections at once" $LIMIT "" "" \
-	pair $port timeout "$lim" cmtime -b $SRV4 -p $port -c 20 -- \
+	riw_pair_run $port timeout "$lim" cmtime -b $SRV4 -p $port -c 20 -- \
 	timeout "$lim" cmtime -s $SRV4 -p $port -c 20
 
 # fio's rdma engine: the server's job is rw=read, the client's rw=write with the verb.
 fio_rdma() { # PORT VERB
 	local job=(--ioengine=rdma --port="$1" --bs=64k --size=8m --iodepth=8)
-	pair "$1" timeout "$lim" fio --name=server "${job[@]}" --rw=read -- \
+	riw_pair_run "$1" timeout "$lim" fio --name=server "${job[@]}" --rw=read -- \
 		timeout "$lim" fio --name=client "${job[@]}" --hostname=$SRV4 --verb="$2" --rw=write
 }
 port=7890

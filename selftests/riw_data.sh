@@ -20,16 +20,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-srv_drv=${1:-riw}
-cli_drv=${2:-riw}
-for d in "$srv_drv" "$cli_drv"; do
-	case $d in
-	riw | siw) ;;
-	*) echo "usage: $0 [riw|siw riw|siw]" >&2; exit 2 ;;
-	esac
-done
-srv_dev=dts0 cli_dev=dtc0
-SRV4=192.0.2.2
+riw_pair_args "$@"
 RPING_SIZES=(23 4096 65535)
 : "${RIW_RPING_COUNT:=1000}"
 # make check-long: sizes around the FPDU boundaries of a 1500-byte MTU (a ULPDU of 1442
@@ -45,45 +36,7 @@ PERFTEST=("ib_send_bw" "ib_send_bw -e" "ib_write_bw" "ib_read_bw"
 ktap_print_header
 ktap_set_plan $((${#RPING_SIZES[@]} + ${#RPING_LONG_SIZES[@]} + ${#PERFTEST[@]}))
 
-riw_pair_setup "$srv_drv" "$cli_drv"
-in1 rdma link add "$srv_dev" type "$srv_drv" netdev "$RIW_DEV1"
-in0 rdma link add "$cli_dev" type "$cli_drv" netdev "$RIW_DEV0"
-riw_defer rdma link delete "$cli_dev"
-riw_defer rdma link delete "$srv_dev"
-tmp=$(mktemp -d)
-riw_defer rm -rf "$tmp"
-echo "# server $srv_dev ($srv_drv) on $RIW_DEV1 $SRV4, client $cli_dev ($cli_drv) on" \
-	"$RIW_DEV0 $RIW_ADDR0; timeout scale $RIW_TIMEOUT_SCALE"
-
-listening() { # PORT
-	[ -n "$(in1 ss -Htln "sport = :$1")" ]
-}
-
-# A server command in namespace 1 and, once it listens on PORT, a client command in
-# namespace 0; both must exit 0, else the status is the client's failure, or the server's.
-# The server's output is shown after the client's.
-# The server's exit status is left in pair_srv_rc.
-pair() { # PORT SERVER_CMD... -- CLIENT_CMD...
-	local port=$1 srv=() rc=0 spid st=0
-	shift
-	while [ "$1" != -- ]; do srv+=("$1"); shift; done
-	shift
-	in1 "${srv[@]}" >"$tmp/srv.log" 2>&1 &
-	spid=$!
-	riw_poll 10 listening "$port" || echo "nothing listens on port $port"
-	in0 "$@" || rc=$?
-	# A server whose client failed may wait for it for ever: it gets a moment, no more.
-	gone() { ! kill -0 "$spid" 2>/dev/null; }
-	if [ $rc -ne 0 ] && ! riw_poll 5 gone; then
-		echo "the server still runs: killed"
-		kill "$spid" 2>/dev/null # timeout(1) passes it on to the tool
-		riw_poll 1 gone || kill -KILL "$spid" 2>/dev/null
-	fi
-	wait "$spid" || { st=$?; [ $rc -ne 0 ] || rc=$st; }
-	pair_srv_rc=$st
-	sed 's/^/server: /' "$tmp/srv.log"
-	return $rc
-}
+riw_pair_devices dts0 dtc0
 
 # siw is slow with 64 KiB messages on the debug kernel: 1000 rping iterations of them took
 # 298 s between two siw devices, 224 s from a siw client to a riw server, 122 to 143 s the
@@ -94,13 +47,13 @@ for size in "${RPING_SIZES[@]}"; do
 	limit=30
 	[ "$size" -le 4096 ] || limit=60
 	riw_check "rping -V: $RIW_RPING_COUNT iterations of $size bytes" $limit \
-		pair $port rping -s -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -- \
+		riw_pair_run $port rping -s -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -- \
 		rping -c -a $SRV4 -p $port -C "$RIW_RPING_COUNT" -S "$size" -V || true
 done
 for size in "${RPING_LONG_SIZES[@]}"; do
 	port=$((port + 1))
 	riw_check "rping -V: 100 iterations of $size bytes (long)" 60 \
-		pair $port rping -s -a $SRV4 -p $port -C 100 -S "$size" -- \
+		riw_pair_run $port rping -s -a $SRV4 -p $port -C 100 -S "$size" -- \
 		rping -c -a $SRV4 -p $port -C 100 -S "$size" -V || true
 done
 
@@ -112,7 +65,7 @@ perftest_done() { # LOG
 # Each perftest run ends within PERFTEST_LIMIT seconds (times the scale) or is killed; a
 # normal run takes a few.
 PERFTEST_LIMIT=8
-pt_rc=0 pair_srv_rc=0
+pt_rc=0 riw_pair_srv_rc=0
 
 perftest_once() { # PORT TOOL [OPTIONS...]
 	local port=$1 tool=$2 lim=$((PERFTEST_LIMIT * RIW_TIMEOUT_SCALE))
@@ -122,8 +75,8 @@ perftest_once() { # PORT TOOL [OPTIONS...]
 	*_bw) opts+=(-s 4096 -n 200) ;;
 	*_lat) opts+=(-s 64 -n 200) ;;
 	esac
-	pt_rc=0 pair_srv_rc=0
-	pair "$port" timeout "$lim" "$tool" -d "$srv_dev" "${opts[@]}" -- \
+	pt_rc=0 riw_pair_srv_rc=0
+	riw_pair_run "$port" timeout "$lim" "$tool" -d "$srv_dev" "${opts[@]}" -- \
 		timeout "$lim" "$tool" -d "$cli_dev" "${opts[@]}" $SRV4 >"$tmp/pt.log" 2>&1 ||
 		pt_rc=$?
 	cat "$tmp/pt.log"
@@ -144,7 +97,7 @@ perftest() { # PORT TOOL [OPTIONS...]
 	perftest_once "$port" "$@" && return 0
 	if grep -q "Can't produce a report" "$tmp/pt.log"; then
 		echo "perftest could not time the run (TSC samples under TCG): once more"
-	elif [ "$*" = "ib_send_bw -e" ] && { [ $pt_rc -eq 124 ] || [ $pair_srv_rc -eq 124 ]; }; then
+	elif [ "$*" = "ib_send_bw -e" ] && { [ $pt_rc -eq 124 ] || [ $riw_pair_srv_rc -eq 124 ]; }; then
 		echo "ib_send_bw -e did not end: perftest's event mode waits for a credit" \
 			"without an event to wake it: once more"
 	else

@@ -519,6 +519,26 @@ def cxgb4_reply_check(wire, hdr, pd, ird, ord_):
     return p2p, None, False
 
 
+def cxgb4_initiate(addr, port, cmd):
+    """iw_cxgb4 as initiator up to riw's reply: connects once riw listens (cmd starting it),
+    sends its MPA request and checks the reply. Returns the wire, the peer's RNIC on it and
+    cxgb4_reply_check's answer. A reply with more private data than iw_cxgb4 takes is
+    aborted; on any failure the connection is closed and the exception raised."""
+    wire = Wire(connect(addr, port, cmd))
+    try:
+        req, ird, ord_ = cxgb4_request()
+        wire.send(req)
+        hdr, pd = wire.read_mpa(time.time() + CONNECT_BOUND * SCALE, 'the MPA reply',
+                                MAX_PRIVATE_DATA)
+        if pd is None:
+            wire.abort()
+            raise Failed('reply private data beyond 256 bytes: iw_cxgb4 aborts')
+        return wire, Rnic(wire), cxgb4_reply_check(wire, hdr, pd, ird, ord_)
+    except BaseException:
+        wire.sock.close()
+        raise
+
+
 def cxgb4_respond(wire, hdr, pd):
     """process_mpa_request, c4iw_accept_cr and send_mpa_reply on riw's request: returns
     (reply frame, ready-to-receive type to expect), or raises Failed for a request iw_cxgb4
@@ -841,16 +861,7 @@ def run_initiator(addr, port, name, size, count, argv):
     done = 0
     connected = False
     try:
-        wire = Wire(connect(addr, port, cmd))
-        rnic = Rnic(wire)
-        req, ird, ord_ = cxgb4_request()
-        wire.send(req)
-        hdr, pd = wire.read_mpa(time.time() + CONNECT_BOUND * SCALE, 'the MPA reply',
-                                MAX_PRIVATE_DATA)
-        if pd is None:
-            wire.abort()
-            raise Failed('reply private data beyond 256 bytes: iw_cxgb4 aborts')
-        p2p, why, term = cxgb4_reply_check(wire, hdr, pd, ird, ord_)
+        wire, rnic, (p2p, why, term) = cxgb4_initiate(addr, port, cmd)
         if why:
             if term:
                 rnic.send_terminate(TERM_MPA, term)
@@ -896,15 +907,7 @@ def run_term_for_rtr(addr, port, name, argv):
     cmd = Cmd(argv)
     wire = None
     try:
-        wire = Wire(connect(addr, port, cmd))
-        rnic = Rnic(wire)
-        req, ird, ord_ = cxgb4_request()
-        wire.send(req)
-        hdr, pd = wire.read_mpa(time.time() + CONNECT_BOUND * SCALE, 'the MPA reply',
-                                MAX_PRIVATE_DATA)
-        if pd is None:
-            raise Failed('reply private data beyond 256 bytes')
-        _, why, _ = cxgb4_reply_check(wire, hdr, pd, ird, ord_)
+        wire, rnic, (_, why, _) = cxgb4_initiate(addr, port, cmd)
         if why:
             raise Failed(why)
         # What iw_cxgb4 sends on a reply it cannot use, then its graceful close.
