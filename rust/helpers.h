@@ -75,6 +75,7 @@ struct riw_mmap_entry {
 void *riw_vmalloc_user(unsigned long size);
 void *riw_vzalloc(unsigned long size);
 
+/* The module parameters: see params.c. */
 bool riw_param_mpa_crc_required(void);
 bool riw_param_peer_to_peer(void);
 unsigned int riw_param_fpdu_segments(void);
@@ -131,11 +132,7 @@ unsigned long riw_msecs_to_jiffies(unsigned int ms);
 unsigned long riw_jiffies(void);
 void riw_init_completion(struct completion *done);
 
-/*
- * Work handed to the task running on this CPU: while a task is inside a scope, code that
- * runs on its CPU in its name (a softirq it raised, a socket backlog it processes) may
- * hand it up to RIW_DEFER_ITEMS items of the scope's key, which it takes before it leaves.
- */
+/* Work handed to the task running on this CPU: see defer.c for the protocol. */
 #define RIW_DEFER_ITEMS 4
 
 struct riw_defer_scope {
