@@ -666,61 +666,34 @@ int riw_sock_listen(struct socket *sock, int backlog)
 	return kernel_listen(sock, backlog);
 }
 
-/*
- * The engine's work (Read Responses, bulk placement, sends the socket held back) runs at
- * high priority, as nvme-tcp's I/O work does: an RNIC's engine does not wait for the host's
- * CPUs, and RDMA applications busy-poll their CQs, which at normal priority takes the CPU
- * from the work they wait for.
- */
-struct workqueue_struct *riw_alloc_workqueue(const char *name)
-{
-	return alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, name);
-}
-
-/*
- * The CPU the engine's work runs on: the next one after the CPU that queues it (the work
- * queue is per CPU). Work is mostly queued from a socket callback, in softirq, which over
- * loopback and veth runs on the sending application's CPU, in its system call: work queued
- * there waits for that application to leave the CPU, two context switches for every Read
- * Response (ib_read_lat: about 41 against 31 us in one guest, and between the two at
- * random with an unbound queue), and bulk data placed there competes with its sender.
- */
-static int riw_work_cpu(void)
-{
-	unsigned int cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
-
-	if (cpu >= nr_cpu_ids)
-		cpu = cpumask_first(cpu_online_mask);
-	return cpu < nr_cpu_ids ? cpu : raw_smp_processor_id();
-}
-
 void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
 {
 	INIT_DELAYED_WORK(dwork, fn);
 }
 
-/*
- * Has `dwork` run as soon as it can. Returns false if it was idle and is queued now,
- * true if it was pending: queued already (left as it is, where mod_delayed_work() would
- * take it off the list and queue it again, at a cost that showed in profiles of every
- * bulk transfer) or waiting on its timer (brought forward). A pending run starts after
- * this call and sees what the caller did before it.
- */
-bool riw_run_delayed_work_now(struct workqueue_struct *wq, struct delayed_work *dwork)
+int riw_raw_smp_processor_id(void)
 {
-	int cpu = riw_work_cpu();
-
-	if (queue_delayed_work_on(cpu, wq, dwork, 0))
-		return false;
-	if (timer_pending(&dwork->timer))
-		return mod_delayed_work_on(cpu, wq, dwork, 0);
-	return true;
+	return raw_smp_processor_id();
 }
 
-bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
-			    unsigned long delay)
+unsigned int riw_cpumask_next_online(int cpu)
 {
-	return queue_delayed_work_on(riw_work_cpu(), wq, dwork, delay);
+	return cpumask_next(cpu, cpu_online_mask);
+}
+
+unsigned int riw_cpumask_first_online(void)
+{
+	return cpumask_first(cpu_online_mask);
+}
+
+unsigned int riw_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+bool riw_timer_pending(const struct timer_list *timer)
+{
+	return timer_pending(timer);
 }
 
 unsigned long riw_msecs_to_jiffies(unsigned int ms)

@@ -122,12 +122,13 @@ int riw_sock_name(struct socket *sock, struct sockaddr_storage *addr, bool peer)
 int riw_sock_accept(struct socket *sock, struct socket **res);
 int riw_sock_listen(struct socket *sock, int backlog);
 
-/* Work queues, delayed work and completions. */
-struct workqueue_struct *riw_alloc_workqueue(const char *name);
+/* Work queues, delayed work and completions; the CPU work runs on. */
 void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
-bool riw_run_delayed_work_now(struct workqueue_struct *wq, struct delayed_work *dwork);
-bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
-			    unsigned long delay);
+int riw_raw_smp_processor_id(void);
+unsigned int riw_cpumask_next_online(int cpu);
+unsigned int riw_cpumask_first_online(void);
+unsigned int riw_nr_cpu_ids(void);
+bool riw_timer_pending(const struct timer_list *timer);
 unsigned long riw_msecs_to_jiffies(unsigned int ms);
 unsigned long riw_jiffies(void);
 void riw_init_completion(struct completion *done);

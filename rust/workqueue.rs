@@ -5,14 +5,17 @@
 //! timeouts, needs beyond `kernel::workqueue`.
 
 use super::bindings;
+use core::ffi::c_int;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
 
-/// A work queue of its own (unbound, with a rescuer), destroyed, after draining, on drop.
+/// A work queue of its own (per CPU, high priority, with a rescuer), destroyed, after
+/// draining, on drop.
 ///
 /// # Invariants
 ///
@@ -28,12 +31,57 @@ unsafe impl Sync for Queue {}
 
 impl Queue {
     /// A new queue named `name` (the name is copied).
+    ///
+    /// The engine's work (Read Responses, bulk placement, sends the socket held back) runs
+    /// at high priority, as nvme-tcp's I/O work does: an RNIC's engine does not wait for
+    /// the host's CPUs, and RDMA applications busy-poll their CQs, which at normal priority
+    /// takes the CPU from the work they wait for.
     pub fn new(name: &CStr) -> Result<Self> {
-        // SAFETY: `name` is NUL-terminated; the format string copies it.
-        let wq = unsafe { bindings::riw_alloc_workqueue(name.as_char_ptr().cast()) };
+        let flags =
+            kernel::bindings::wq_flags_WQ_MEM_RECLAIM | kernel::bindings::wq_flags_WQ_HIGHPRI;
+        // SAFETY: `name` is NUL-terminated and passed for the format's one "%s", which
+        // copies it.
+        let wq = unsafe {
+            kernel::bindings::alloc_workqueue(
+                c_str!("%s").as_char_ptr(),
+                flags,
+                0,
+                name.as_char_ptr(),
+            )
+        };
         Ok(Self {
-            wq: NonNull::new(wq).ok_or(ENOMEM)?,
+            wq: NonNull::new(wq.cast()).ok_or(ENOMEM)?,
         })
+    }
+
+    fn as_kernel(&self) -> *mut kernel::bindings::workqueue_struct {
+        self.wq.as_ptr().cast()
+    }
+}
+
+/// The CPU the engine's work runs on: the next online one after the CPU that queues it
+/// (the engine's queue is per CPU). Work is mostly queued from a socket callback, in
+/// softirq, which over loopback and veth runs on the sending application's CPU, in its
+/// system call: work queued there waits for that application to leave the CPU, two context
+/// switches for every Read Response (and between the two at random with an unbound
+/// queue), and bulk data placed there competes with its sender.
+#[inline]
+fn work_cpu() -> c_int {
+    // SAFETY: Reads this CPU's number; being moved to another CPU meanwhile only makes the
+    // choice below a less good one.
+    let this = unsafe { bindings::riw_raw_smp_processor_id() };
+    // SAFETY: Reads a global that is fixed after boot.
+    let nr_cpu_ids = unsafe { bindings::riw_nr_cpu_ids() };
+    // SAFETY: Searches the online mask from `this`, a valid CPU number.
+    let mut cpu = unsafe { bindings::riw_cpumask_next_online(this) };
+    if cpu >= nr_cpu_ids {
+        // SAFETY: Searches the online mask.
+        cpu = unsafe { bindings::riw_cpumask_first_online() };
+    }
+    if cpu < nr_cpu_ids {
+        cpu as c_int
+    } else {
+        this
     }
 }
 
@@ -110,10 +158,27 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
         let Some(ptr) = Self::owner_ref(this) else {
             return;
         };
-        // SAFETY: A live queue and an initialised item; a pending item already owns a
-        // reference, so ours goes back if it was pending.
+        let cpu = work_cpu();
+        let dw = this
+            .delayed_work()
+            .dw
+            .get()
+            .cast::<kernel::bindings::delayed_work>();
+        // SAFETY: A live queue and an initialised item (the same C type in both bindings);
+        // a pending item already owns a reference, so ours goes back if it was pending.
+        // Queued, it runs as soon as it can; pending, it was either queued already (left
+        // as it is, where mod_delayed_work() would take it off the list and queue it
+        // again, at a cost that showed in profiles of every bulk transfer) or waiting on
+        // its timer (brought forward). A pending run starts after this and sees what the
+        // caller did before.
         let was_pending = unsafe {
-            bindings::riw_run_delayed_work_now(queue.wq.as_ptr(), this.delayed_work().dw.get())
+            if kernel::bindings::queue_delayed_work_on(cpu, queue.as_kernel(), dw, 0) {
+                false
+            } else if bindings::riw_timer_pending(core::ptr::addr_of!((*dw).timer).cast()) {
+                kernel::bindings::mod_delayed_work_on(cpu, queue.as_kernel(), dw, 0)
+            } else {
+                true
+            }
         };
         if was_pending {
             // SAFETY: Our reference from `owner_ref`, not taken by the queue.
@@ -126,10 +191,16 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
         let Some(ptr) = Self::owner_ref(this) else {
             return;
         };
-        let delay = core::ffi::c_ulong::try_from(jiffies).unwrap_or(core::ffi::c_ulong::MAX);
+        // An `unsigned long` (which the kernel's bindings spell `usize`).
+        let delay = usize::try_from(jiffies).unwrap_or(usize::MAX);
+        let dw = this
+            .delayed_work()
+            .dw
+            .get()
+            .cast::<kernel::bindings::delayed_work>();
         // SAFETY: As in `run_now`; a newly queued item takes our reference.
         let queued = unsafe {
-            bindings::riw_queue_delayed_work(queue.wq.as_ptr(), this.delayed_work().dw.get(), delay)
+            kernel::bindings::queue_delayed_work_on(work_cpu(), queue.as_kernel(), dw, delay)
         };
         if !queued {
             // SAFETY: Our reference from `owner_ref`, not taken by the queue.
@@ -222,3 +293,4 @@ pub fn msecs_to_jiffies(ms: u32) -> u64 {
     // SAFETY: Pure conversion.
     u64::from(unsafe { bindings::riw_msecs_to_jiffies(ms) })
 }
+
