@@ -2,7 +2,6 @@
 /* riw's C shim; see helpers.h. */
 
 #include "helpers.h"
-#include <linux/crc32c.h>
 #include <linux/highmem.h>
 #include <linux/scatterlist.h>
 #include <net/tcp.h>
@@ -124,11 +123,9 @@ void riw_xa_unlock(struct xarray *xa)
 	xa_unlock_bh(xa);
 }
 
-/* A lookup's first half in one call: the caller takes its reference, then unlocks. */
-void *riw_xa_load_rcu(struct xarray *xa, unsigned long index)
+void riw_rcu_read_lock(void)
 {
 	rcu_read_lock();
-	return xa_load(xa, index);
 }
 
 void riw_rcu_read_unlock(void)
@@ -136,200 +133,56 @@ void riw_rcu_read_unlock(void)
 	rcu_read_unlock();
 }
 
-/*
- * Pinned user memory. ib_umem_release() may sleep, and the data path can drop the last
- * reference to a region where it must not (in softirq, under a _bh spinlock): the release
- * then goes to a work item, prepared here so that it cannot fail later.
- */
-struct riw_umem {
-	struct ib_umem *umem;
-	/*
-	 * Each pinned page, in order, so that the data path finds the page of an offset at
-	 * once (a scatterlist walk from the start costs per access, and with the region's
-	 * size). Byte 0 of the region is at `first` in pages[0].
-	 */
-	struct page **pages;
-	unsigned long npages;
-	unsigned int first;
-	struct work_struct release;
-};
-
-static struct workqueue_struct *riw_release_wq;
-
-int riw_release_init(void)
+bool riw_in_task(void)
 {
-	riw_release_wq = alloc_workqueue("riw_release", WQ_UNBOUND, 0);
-	return riw_release_wq ? 0 : -ENOMEM;
+	return in_task();
 }
 
-/*
- * Runs the releases still queued; called once no region can be dropped any more. A
- * zero-copy release callback may still be on its way out of this module's code (its RCU
- * read section): wait for it.
- */
-void riw_release_exit(void)
+bool riw_in_softirq(void)
 {
-	synchronize_rcu();
-	rcu_barrier();
-	destroy_workqueue(riw_release_wq);
-	riw_release_wq = NULL;
+	return in_softirq();
 }
 
-/* Waits for every table entry retired so far to be released. */
-void riw_release_flush(void)
+bool riw_irqs_disabled(void)
 {
-	rcu_barrier();
-	flush_workqueue(riw_release_wq);
+	return irqs_disabled();
 }
 
-/* Releases a slot no reader can see (never published, or its table is going away). */
-void riw_xa_slot_release_now(struct riw_xa_slot *slot)
+/* Always false without CONFIG_PREEMPT_COUNT, where preemption cannot be told. */
+bool riw_preemptible(void)
 {
-	slot->release(slot->entry);
-	kfree(slot);
+	return preemptible();
 }
 
-static void riw_xa_slot_release_work(struct work_struct *work)
+void riw_init_work(struct work_struct *work, work_func_t fn)
 {
-	riw_xa_slot_release_now(container_of(to_rcu_work(work), struct riw_xa_slot, rwork));
+	INIT_WORK(work, fn);
 }
 
-struct riw_xa_slot *riw_xa_slot_new(void *entry, void (*release)(void *entry))
+void riw_init_rcu_work(struct rcu_work *rwork, work_func_t fn)
 {
-	struct riw_xa_slot *slot = kmalloc(sizeof(*slot), GFP_KERNEL);
-
-	if (!slot)
-		return NULL;
-	slot->entry = entry;
-	slot->release = release;
-	INIT_RCU_WORK(&slot->rwork, riw_xa_slot_release_work);
-	return slot;
+	INIT_RCU_WORK(rwork, fn);
 }
 
-/* Releases a slot taken out of its table once no RCU reader can still see it. */
-void riw_xa_slot_retire(struct riw_xa_slot *slot)
+struct page *riw_sg_page_iter_page(struct sg_page_iter *piter)
 {
-	queue_rcu_work(riw_release_wq, &slot->rwork);
+	return sg_page_iter_page(piter);
 }
 
-static void riw_umem_release_work(struct work_struct *work)
+int riw_ib_umem_offset(struct ib_umem *umem)
 {
-	struct riw_umem *mem = container_of(work, struct riw_umem, release);
-
-	ib_umem_release(mem->umem);
-	kvfree(mem->pages);
-	kfree(mem);
+	return ib_umem_offset(umem);
 }
 
-struct riw_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
-			      int access, int *err)
+size_t riw_ib_umem_num_pages(struct ib_umem *umem)
 {
-	struct riw_umem *mem = kmalloc(sizeof(*mem), GFP_KERNEL);
-	struct sg_page_iter iter;
-	unsigned long n = 0;
-
-	if (!mem) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	mem->umem = ib_umem_get(dev, addr, size, access);
-	if (IS_ERR(mem->umem)) {
-		*err = PTR_ERR(mem->umem);
-		kfree(mem);
-		return NULL;
-	}
-	mem->first = ib_umem_offset(mem->umem);
-	mem->npages = ib_umem_num_pages(mem->umem);
-	mem->pages = kvmalloc_array(mem->npages, sizeof(*mem->pages), GFP_KERNEL);
-	if (!mem->pages) {
-		ib_umem_release(mem->umem);
-		kfree(mem);
-		*err = -ENOMEM;
-		return NULL;
-	}
-	for_each_sgtable_page(&mem->umem->sgt_append.sgt, &iter, 0) {
-		if (n == mem->npages)
-			break;
-		mem->pages[n++] = sg_page_iter_page(&iter);
-	}
-	/* ib_umem_get() pinned every page of the range: the table is whole. */
-	if (WARN_ON_ONCE(n != mem->npages)) {
-		riw_umem_release_work(&mem->release);
-		*err = -EFAULT;
-		return NULL;
-	}
-	INIT_WORK(&mem->release, riw_umem_release_work);
-	return mem;
+	return ib_umem_num_pages(umem);
 }
 
-/*
- * Releases now if this context may sleep, else from the work queue. Without
- * CONFIG_PREEMPT_COUNT a plain spinlock does not show; riw holds regions in atomic
- * context only in softirq or under _bh spinlocks, which in_softirq() sees anyway.
- */
-void riw_umem_put(struct riw_umem *mem)
+/* WARN_ON_ONCE(), with one "once" for all of riw's Rust callers. */
+bool riw_warn_on_once(bool cond)
 {
-	bool may_sleep = in_task() && !in_softirq() && !irqs_disabled() &&
-			 (!IS_ENABLED(CONFIG_PREEMPT_COUNT) || preemptible());
-
-	if (may_sleep)
-		riw_umem_release_work(&mem->release);
-	else
-		queue_work(riw_release_wq, &mem->release);
-}
-
-/*
- * The kernel address of byte `offset` of the region and how many bytes from there lie in
- * its page (at most `len`); NULL if the range is not wholly inside the region.
- */
-static void *riw_umem_piece(struct riw_umem *mem, size_t offset, size_t len, size_t *n)
-{
-	size_t pos = offset + mem->first;
-	unsigned long index = pos >> PAGE_SHIFT;
-
-	if (unlikely(index >= mem->npages))
-		return NULL;
-	*n = min_t(size_t, len, PAGE_SIZE - offset_in_page(pos));
-	return kmap_local_page(mem->pages[index]) + offset_in_page(pos);
-}
-
-/* What riw_umem_walk() does with each piece of a region. */
-enum riw_umem_op { RIW_UMEM_READ, RIW_UMEM_WRITE, RIW_UMEM_CRC };
-
-/*
- * Reads `len` bytes at `offset` of the region into `buf`, writes them from `buf`, or
- * continues the CRC32c in `crc` over them, a page at a time. Each caller passes a constant
- * `op`, so each gets a loop of its own, without a callback per page.
- */
-static __always_inline int riw_umem_walk(struct riw_umem *mem, size_t offset, size_t len,
-					 enum riw_umem_op op, void *buf, u32 *crc)
-{
-	if (offset > mem->umem->length || len > mem->umem->length - offset)
-		return -EINVAL;
-	while (len) {
-		size_t n;
-		void *addr = riw_umem_piece(mem, offset, len, &n);
-
-		if (WARN_ON_ONCE(!addr))
-			return -EFAULT;
-		if (op == RIW_UMEM_READ)
-			memcpy(buf, addr, n);
-		else if (op == RIW_UMEM_WRITE)
-			memcpy(addr, buf, n);
-		else
-			*crc = crc32c(*crc, addr, n);
-		kunmap_local(addr);
-		if (op != RIW_UMEM_CRC)
-			buf += n;
-		offset += n;
-		len -= n;
-	}
-	return 0;
-}
-
-int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len)
-{
-	return riw_umem_walk(mem, offset, len, RIW_UMEM_READ, dst, NULL);
+	return WARN_ON_ONCE(cond);
 }
 
 void *riw_xa_find(struct xarray *xa, unsigned long *index)
@@ -711,11 +564,6 @@ void riw_init_completion(struct completion *done)
 	init_completion(done);
 }
 
-int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len)
-{
-	return riw_umem_walk(mem, offset, len, RIW_UMEM_WRITE, (void *)src, NULL);
-}
-
 /*
  * Zero-copy transmission. TCP takes a page reference for every piece of a zero-copy send
  * and a reference on its ubuf_info for every skb holding such pieces; the sender holds one
@@ -774,12 +622,6 @@ struct riw_zc *riw_zc_new(riw_zc_released_fn released, void *owner, u64 token)
 void riw_zc_put(struct riw_zc *zc)
 {
 	net_zcopy_put(&zc->ubuf);
-}
-
-/* Continues a CRC32c over `len` bytes at `offset` of the umem, reading the pinned pages. */
-int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc)
-{
-	return riw_umem_walk(mem, offset, len, RIW_UMEM_CRC, NULL, crc);
 }
 
 /* Pieces of pinned memory per sendmsg call; an FPDU's payload rarely spans more. */

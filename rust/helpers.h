@@ -38,31 +38,37 @@ void *riw_xa_find(struct xarray *xa, unsigned long *index);
 void *riw_xa_erase(struct xarray *xa, unsigned long index);
 int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
 void riw_xa_unlock(struct xarray *xa);
-void *riw_xa_load_rcu(struct xarray *xa, unsigned long index);
+void riw_rcu_read_lock(void);
 void riw_rcu_read_unlock(void);
 
+
+/* The execution context; work items; pinned user memory's pages. */
+bool riw_in_task(void);
+bool riw_in_softirq(void);
+bool riw_irqs_disabled(void);
+bool riw_preemptible(void);
+void riw_init_work(struct work_struct *work, work_func_t fn);
+void riw_init_rcu_work(struct rcu_work *rwork, work_func_t fn);
+struct page *riw_sg_page_iter_page(struct sg_page_iter *piter);
+int riw_ib_umem_offset(struct ib_umem *umem);
+size_t riw_ib_umem_num_pages(struct ib_umem *umem);
+bool riw_warn_on_once(bool cond);
+
 /*
- * An xarray entry that outlives its removal by an RCU grace period, so that lookups need
- * no lock: `release(entry)` then runs from riw's release work queue.
+ * The page table of pinned user memory, which rust/rdma/mr.rs builds and
+ * riw_sock_send_umem() reads.
  */
-struct riw_xa_slot {
-	void *entry;
-	void (*release)(void *entry);
-	struct rcu_work rwork;
+struct riw_umem {
+	struct ib_umem *umem;
+	/*
+	 * Each pinned page, in order; byte 0 of the region is at `first` in pages[0]. The
+	 * region is umem->length bytes.
+	 */
+	struct page **pages;
+	unsigned long npages;
+	unsigned int first;
 };
 
-struct riw_xa_slot *riw_xa_slot_new(void *entry, void (*release)(void *entry));
-void riw_xa_slot_retire(struct riw_xa_slot *slot);
-void riw_xa_slot_release_now(struct riw_xa_slot *slot);
-void riw_release_flush(void);
-/* Pinned user memory, released with riw_umem_put() from any context. */
-struct riw_umem;
-int riw_release_init(void);
-void riw_release_exit(void);
-struct riw_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
-			      int access, int *err);
-void riw_umem_put(struct riw_umem *mem);
-int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len);
 int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
 bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset);
 
@@ -148,10 +154,6 @@ void riw_defer_begin(struct riw_defer_scope *scope, const void *key);
 bool riw_defer_add(const void *key, void *item);
 void *riw_defer_take(struct riw_defer_scope *scope);
 void riw_defer_end(struct riw_defer_scope *scope);
-
-/* Copies into pinned user memory. */
-int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len);
-int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc);
 
 /*
  * Zero-copy sends of pinned user memory: `released(owner, token, copied)` runs once TCP

@@ -294,3 +294,95 @@ pub fn msecs_to_jiffies(ms: u32) -> u64 {
     u64::from(unsafe { bindings::riw_msecs_to_jiffies(ms) })
 }
 
+/// The module's queue of releases: of table entries after an RCU grace period
+/// ([`super::xarray::ArcTable`]), and of pinned user memory dropped where it may not sleep
+/// ([`super::rdma::mr::UserMemory`]). The driver sets it up before anything can use it
+/// and tears it down once nothing can any more.
+pub mod release {
+    use super::super::bindings;
+    use core::ptr::null_mut;
+    use core::sync::atomic::{AtomicPtr, Ordering};
+    use kernel::c_str;
+    use kernel::prelude::*;
+
+    /// The queue: NULL but between [`init`] and [`exit`].
+    static QUEUE: AtomicPtr<kernel::bindings::workqueue_struct> = AtomicPtr::new(null_mut());
+
+    /// Sets up the queue.
+    ///
+    /// # Safety
+    ///
+    /// Called once before any other function of this module, and not again before
+    /// [`exit`].
+    pub unsafe fn init() -> Result {
+        let flags = kernel::bindings::wq_flags_WQ_UNBOUND;
+        // SAFETY: A format without conversions and a static name.
+        let wq = unsafe {
+            kernel::bindings::alloc_workqueue(c_str!("riw_release").as_char_ptr(), flags, 0)
+        };
+        if wq.is_null() {
+            return Err(ENOMEM);
+        }
+        QUEUE.store(wq, Ordering::Release);
+        Ok(())
+    }
+
+    /// Runs the releases still queued and tears the queue down. A zero-copy release
+    /// callback may still be on its way out of this module's code (its RCU read section,
+    /// rust/helpers.c): this waits for it too.
+    ///
+    /// # Safety
+    ///
+    /// After a successful [`init`], once nothing can queue a release any more.
+    pub unsafe fn exit() {
+        let wq = QUEUE.swap(null_mut(), Ordering::AcqRel);
+        // SAFETY: Wait for RCU readers and callbacks; may sleep, as module teardown can.
+        unsafe {
+            kernel::bindings::synchronize_rcu();
+            kernel::bindings::rcu_barrier();
+        }
+        // SAFETY: The queue `init` made; the caller guarantees nothing queues on it now,
+        // and destroying it runs what it holds.
+        unsafe { kernel::bindings::destroy_workqueue(wq) };
+    }
+
+    /// Waits for every table entry retired so far to be released.
+    ///
+    /// # Safety
+    ///
+    /// Between [`init`] and [`exit`], in a context that may sleep.
+    pub unsafe fn flush() {
+        // SAFETY: By the caller's guarantees: the queue is live and we may sleep. The
+        // barrier first, so that the entries' works are on the queue when it is flushed.
+        unsafe {
+            kernel::bindings::rcu_barrier();
+            kernel::bindings::__flush_workqueue(QUEUE.load(Ordering::Acquire));
+        }
+    }
+
+    /// Queues `work` (a no-op if it is pending already).
+    ///
+    /// # Safety
+    ///
+    /// Between [`init`] and [`exit`]; `work` is initialised and stays valid until it runs.
+    pub(in crate::kernel_ext) unsafe fn queue(work: *mut bindings::work_struct) {
+        // SAFETY: By the caller's guarantees; the two bindings name the same C type.
+        unsafe {
+            kernel::bindings::queue_work_on(
+                kernel::bindings::wq_misc_consts_WORK_CPU_UNBOUND as _,
+                QUEUE.load(Ordering::Acquire),
+                work.cast(),
+            )
+        };
+    }
+
+    /// Queues `rwork` to run after an RCU grace period.
+    ///
+    /// # Safety
+    ///
+    /// As for [`queue`].
+    pub(in crate::kernel_ext) unsafe fn queue_after_grace_period(rwork: *mut bindings::rcu_work) {
+        // SAFETY: By the caller's guarantees; the two bindings name the same C type.
+        unsafe { kernel::bindings::queue_rcu_work(QUEUE.load(Ordering::Acquire), rwork.cast()) };
+    }
+}
