@@ -82,10 +82,9 @@ int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
 	return ib_copy_from_udata(dst, udata, len);
 }
 
-bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset)
+bool riw_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len)
 {
-	return offset >= udata->inlen ||
-	       ib_is_udata_cleared(udata, offset, udata->inlen - offset);
+	return ib_is_udata_cleared(udata, offset, len);
 }
 
 struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs)

@@ -70,7 +70,7 @@ struct riw_umem {
 };
 
 int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
-bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset);
+bool riw_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len);
 
 /* Queue memory mapped to userspace through an rdma_user_mmap_entry. */
 struct riw_mmap_entry {
