@@ -4,6 +4,8 @@
 //! key; until it closes it, code that runs on its CPU in its name (a softirq its own send
 //! raised, a socket backlog it processes) may hand it objects of the key's type instead of
 //! waking a worker on another CPU, and the task runs them before it leaves the scope.
+//! The per-CPU slots live in rust/defer.c; the safety below rests on the contract at its
+//! top.
 
 use super::bindings;
 use core::ffi::c_void;
@@ -37,8 +39,9 @@ impl<T: Send + Sync> DeferKey<T> {
     /// some other way.
     pub fn defer(&'static self, item: &Arc<T>) -> bool {
         let ptr = Arc::into_raw(item.clone());
-        // SAFETY: The call only stores the pointer, in a scope of this key, whose owner
-        // turns it back into the `Arc<T>` it is (see `scope`).
+        // SAFETY: Callable from any context (rust/defer.c); it only stores the pointer, in
+        // a scope of this key, whose owner turns it back into the `Arc<T>` it is (see
+        // `scope`), or leaves it ours on false.
         if unsafe { bindings::riw_defer_add(self.id(), ptr.cast_mut().cast()) } {
             return true;
         }
@@ -62,15 +65,16 @@ impl<T: Send + Sync> DeferKey<T> {
         let raw = scope.as_mut_ptr();
         // SAFETY: `raw` is valid for writes and stays in place (it is not moved) until
         // the loop below ends, which is only once a take found the scope empty and closed
-        // it; nothing between can return early (the kernel does not unwind).
+        // it, as rust/defer.c requires; nothing between can return early (the kernel does
+        // not unwind).
         unsafe { bindings::riw_defer_begin(raw, self.id()) };
         body();
         let take = || {
-            // SAFETY: Initialised by `riw_defer_begin`; taking works open or closed, and
-            // closes the scope once it finds it empty.
+            // SAFETY: Initialised by `riw_defer_begin`, and this is its task; taking works
+            // open or closed, and closes the scope once it finds it empty.
             let item = unsafe { bindings::riw_defer_take(raw) };
             // SAFETY: Items of this key's scopes are `Arc<T>` pointers from `defer`, whose
-            // references the scope held and now passes on.
+            // references the scope held and now passes on, each once (rust/defer.c).
             (!item.is_null()).then(|| unsafe { Arc::from_raw(item.cast::<T>().cast_const()) })
         };
         let mut runs = 0;
@@ -80,8 +84,8 @@ impl<T: Send + Sync> DeferKey<T> {
                 runs += 1;
                 run(item);
             } else {
-                // SAFETY: Opened above; closing twice is harmless. What came before is
-                // still taken.
+                // SAFETY: Begun above, by this task; closing twice is harmless, and what
+                // came before is still taken (rust/defer.c).
                 unsafe { bindings::riw_defer_end(raw) };
                 overflow(item);
             }

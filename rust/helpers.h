@@ -1,7 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * riw's C shim: static inline functions and macros of the kernel's C API, made callable
- * from Rust. Each one is a plain forward; the Rust side (rust/) documents its safety.
+ * Declarations of the C side of riw's Rust abstractions (rust/), read by bindgen
+ * (scripts/riw-bindgen.sh) and included by the C files that define them; its sections
+ * follow those files. Where C lives, and the rule for each:
+ *
+ * - rust/helpers/<subsystem>.c: one-line forwards only. Each function is one statement,
+ *   a use of the kernel's C API that Rust cannot make through the bindings (a static
+ *   inline function, a macro, a variable or a field), its arguments passed through, plus
+ *   constant ones where the kernel's takes more (GFP flags, limits, masks): no branches,
+ *   no state, no other logic.
+ * - rust/params.c and rust/defer.c: what the 6.12 kernel crate cannot express
+ *   (module_param; a per-CPU variable and the protocol around it), each with its contract
+ *   at its top, against which rust/params.rs and rust/defer.rs state their safety.
+ * - rust/helpers.c: the kernel TCP socket code, on its way to rust/socket.rs and
+ *   rust/helpers/socket.c.
+ *
+ * All other logic is Rust, in rust/, where every unsafe block proves its safety.
  */
 #ifndef RIW_HELPERS_H
 #define RIW_HELPERS_H
@@ -18,74 +32,130 @@
 #include <linux/workqueue.h>
 #include <net/sock.h>
 
+/* helpers/bug.c */
+bool riw_warn_on_once(bool cond);
+
+/* helpers/completion.c */
+void riw_init_completion(struct completion *done);
+
+/* helpers/cpumask.c */
+unsigned int riw_cpumask_next_online(int cpu);
+unsigned int riw_cpumask_first_online(void);
+unsigned int riw_nr_cpu_ids(void);
+
+/* helpers/idr.c */
+void riw_ida_init(struct ida *ida);
+int riw_ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max);
+
+/* helpers/jiffies.c */
+unsigned long riw_msecs_to_jiffies(unsigned int ms);
+unsigned long riw_jiffies(void);
+
+/* helpers/mm.c */
+unsigned long riw_vma_flags(const struct vm_area_struct *vma);
+void riw_vma_forbid_exec(struct vm_area_struct *vma);
+
+/* helpers/netdevice.c */
 struct net_device *riw_netdev_notifier_info_to_dev(void *info);
 void riw_dev_hold(struct net_device *dev);
 void riw_dev_put(struct net_device *dev);
 bool riw_netif_running(const struct net_device *dev);
 bool riw_netif_carrier_ok(const struct net_device *dev);
-bool riw_ib_device_try_get(struct ib_device *dev);
-int riw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
-unsigned long riw_vma_flags(const struct vm_area_struct *vma);
-void riw_vma_forbid_exec(struct vm_area_struct *vma);
-struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata);
-struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs);
-void riw_ida_init(struct ida *ida);
-int riw_ida_alloc_range(struct ida *ida, unsigned int min, unsigned int max);
-void riw_xa_init_alloc(struct xarray *xa);
-int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max);
-void riw_xa_lock(struct xarray *xa);
-void *riw_xa_find(struct xarray *xa, unsigned long *index);
-void *riw_xa_erase(struct xarray *xa, unsigned long index);
-int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
-void riw_xa_unlock(struct xarray *xa);
-void *riw_xa_load_rcu(struct xarray *xa, unsigned long index);
+
+/* helpers/preempt.c */
+bool riw_in_task(void);
+bool riw_in_softirq(void);
+bool riw_irqs_disabled(void);
+bool riw_preemptible(void);
+int riw_raw_smp_processor_id(void);
+
+/* helpers/rcupdate.c */
+void riw_rcu_read_lock(void);
 void riw_rcu_read_unlock(void);
 
-/*
- * An xarray entry that outlives its removal by an RCU grace period, so that lookups need
- * no lock: `release(entry)` then runs from riw's release work queue.
- */
-struct riw_xa_slot {
-	void *entry;
-	void (*release)(void *entry);
-	struct rcu_work rwork;
-};
-
-struct riw_xa_slot *riw_xa_slot_new(void *entry, void (*release)(void *entry));
-void riw_xa_slot_retire(struct riw_xa_slot *slot);
-void riw_xa_slot_release_now(struct riw_xa_slot *slot);
-void riw_release_flush(void);
-/* Pinned user memory, released with riw_umem_put() from any context. */
-struct riw_umem;
-int riw_release_init(void);
-void riw_release_exit(void);
-struct riw_umem *riw_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
-			      int access, int *err);
-void riw_umem_put(struct riw_umem *mem);
-int riw_umem_copy_from(void *dst, struct riw_umem *mem, size_t offset, size_t len);
+/* helpers/rdma.c */
+bool riw_ib_device_try_get(struct ib_device *dev);
+int riw_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
 int riw_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
-bool riw_udata_cleared_from(struct ib_udata *udata, size_t offset);
+bool riw_ib_is_udata_cleared(struct ib_udata *udata, size_t offset, size_t len);
+struct ib_ucontext *riw_udata_to_ucontext(struct ib_udata *udata);
+struct ib_udata *riw_attrs_udata(struct uverbs_attr_bundle *attrs);
+int riw_ib_umem_offset(struct ib_umem *umem);
+size_t riw_ib_umem_num_pages(struct ib_umem *umem);
 
-/* Queue memory mapped to userspace through an rdma_user_mmap_entry. */
-struct riw_mmap_entry {
-	struct rdma_user_mmap_entry base;
-	void *addr;
-};
+/* helpers/scatterlist.c */
+struct page *riw_sg_page_iter_page(struct sg_page_iter *piter);
 
+/* helpers/spinlock.c */
+void riw_spin_lock_bh(spinlock_t *lock);
+void riw_spin_unlock_bh(spinlock_t *lock);
+
+/* helpers/timer.c */
+bool riw_timer_pending(const struct timer_list *timer);
+
+/* helpers/vmalloc.c */
 void *riw_vmalloc_user(unsigned long size);
 void *riw_vzalloc(unsigned long size);
 
+/* helpers/workqueue.c */
+void riw_init_work(struct work_struct *work, work_func_t fn);
+void riw_init_rcu_work(struct rcu_work *rwork, work_func_t fn);
+void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
+
+/* helpers/xarray.c */
+void riw_xa_init_alloc(struct xarray *xa);
+int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max);
+void riw_xa_lock(struct xarray *xa);
+void riw_xa_unlock(struct xarray *xa);
+void *riw_xa_find(struct xarray *xa, unsigned long *index);
+void *riw_xa_erase(struct xarray *xa, unsigned long index);
+int riw_xa_insert(struct xarray *xa, unsigned long index, void *entry);
+
+/* defer.c: see there for the protocol. */
+#define RIW_DEFER_ITEMS 4
+
+struct riw_defer_scope {
+	const void *key;
+	int cpu;
+	unsigned int head;
+	unsigned int tail;
+	void *items[RIW_DEFER_ITEMS];
+};
+
+void riw_defer_begin(struct riw_defer_scope *scope, const void *key);
+bool riw_defer_add(const void *key, void *item);
+void *riw_defer_take(struct riw_defer_scope *scope);
+void riw_defer_end(struct riw_defer_scope *scope);
+
+/* params.c: the module parameters. */
 bool riw_param_mpa_crc_required(void);
 bool riw_param_peer_to_peer(void);
 unsigned int riw_param_fpdu_segments(void);
 extern unsigned int riw_tx_zerocopy_min;
 bool riw_param_tx_zerocopy_keep(void);
 
-/* Spinlocks that keep softirqs off while held. */
-void riw_spin_lock_bh(spinlock_t *lock);
-void riw_spin_unlock_bh(spinlock_t *lock);
+/*
+ * Types Rust builds that C reads: the page table of pinned user memory (rust/rdma/mr.rs,
+ * read by riw_sock_send_umem()), and queue memory mapped to userspace through an
+ * rdma_user_mmap_entry (rust/rdma/mmap.rs).
+ */
+struct riw_umem {
+	struct ib_umem *umem;
+	/*
+	 * Each pinned page, in order; byte 0 of the region is at `first` in pages[0]. The
+	 * region is umem->length bytes.
+	 */
+	struct page **pages;
+	unsigned long npages;
+	unsigned int first;
+};
 
-/* Kernel TCP sockets. */
+struct riw_mmap_entry {
+	struct rdma_user_mmap_entry base;
+	void *addr;
+};
+
+/* helpers.c: kernel TCP sockets. */
 struct riw_sock_callbacks {
 	void (*data_ready)(struct sock *sk);
 	void (*state_change)(struct sock *sk);
@@ -120,40 +190,6 @@ int riw_sock_bind(struct socket *sock, struct sockaddr_storage *addr);
 int riw_sock_name(struct socket *sock, struct sockaddr_storage *addr, bool peer);
 int riw_sock_accept(struct socket *sock, struct socket **res);
 int riw_sock_listen(struct socket *sock, int backlog);
-
-/* Work queues, delayed work and completions. */
-struct workqueue_struct *riw_alloc_workqueue(const char *name);
-void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
-bool riw_run_delayed_work_now(struct workqueue_struct *wq, struct delayed_work *dwork);
-bool riw_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
-			    unsigned long delay);
-unsigned long riw_msecs_to_jiffies(unsigned int ms);
-unsigned long riw_jiffies(void);
-void riw_init_completion(struct completion *done);
-
-/*
- * Work handed to the task running on this CPU: while a task is inside a scope, code that
- * runs on its CPU in its name (a softirq it raised, a socket backlog it processes) may
- * hand it up to RIW_DEFER_ITEMS items of the scope's key, which it takes before it leaves.
- */
-#define RIW_DEFER_ITEMS 4
-
-struct riw_defer_scope {
-	const void *key;
-	int cpu;
-	unsigned int head;
-	unsigned int tail;
-	void *items[RIW_DEFER_ITEMS];
-};
-
-void riw_defer_begin(struct riw_defer_scope *scope, const void *key);
-bool riw_defer_add(const void *key, void *item);
-void *riw_defer_take(struct riw_defer_scope *scope);
-void riw_defer_end(struct riw_defer_scope *scope);
-
-/* Copies into pinned user memory. */
-int riw_umem_copy_to(struct riw_umem *mem, size_t offset, const void *src, size_t len);
-int riw_umem_crc32c(struct riw_umem *mem, size_t offset, size_t len, u32 *crc);
 
 /*
  * Zero-copy sends of pinned user memory: `released(owner, token, copied)` runs once TCP

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! riw's module parameters. They are declared in the C shim (`module_param` is a macro the
-//! `kernel` crate of this kernel has no counterpart for); here they are read, live, since
-//! they are writable at run time through /sys/module/riw/parameters/.
+//! riw's module parameters. They are declared in rust/params.c (`module_param` is a macro
+//! the `kernel` crate of this kernel has no counterpart for); here they are read, live,
+//! since they are writable at run time through /sys/module/riw/parameters/. The safety of
+//! each read rests on the contract at the top of rust/params.c: readable from any context,
+//! for as long as the module is loaded.
 
 use super::bindings;
 
 /// `mpa_crc_required`: riw insists on CRC32c in every FPDU, in both roles.
 pub fn mpa_crc_required() -> bool {
-    // SAFETY: Reads a module-global boolean (READ_ONCE).
+    // SAFETY: By the contract of rust/params.c, callable from any context.
     unsafe { bindings::riw_param_mpa_crc_required() }
 }
 
@@ -23,7 +25,7 @@ pub fn peer_to_peer() -> bool {
 /// sent FPDU may span toward every peer, within 1 and 45 (the 16-bit ULPDU length); `None`
 /// (the parameter is 0, its default) leaves it to the MPA exchange.
 pub fn fpdu_segments() -> Option<u32> {
-    // SAFETY: Reads a module-global integer (READ_ONCE).
+    // SAFETY: As above.
     let n = unsafe { bindings::riw_param_fpdu_segments() };
     (n != 0).then(|| n.min(45))
 }
@@ -31,14 +33,14 @@ pub fn fpdu_segments() -> Option<u32> {
 /// `tx_zerocopy_min`: the smallest message sent zero-copy from registered user memory;
 /// 0 turns zero-copy transmission off.
 pub fn tx_zerocopy_min() -> u32 {
-    // SAFETY: The parameter's variable lives as long as the module; a volatile load is
-    // READ_ONCE (a write through sysfs meanwhile is a plain store of the whole word).
+    // SAFETY: By the contract of rust/params.c, the variable lives as long as the module
+    // and is only ever stored whole: a volatile load of the word is READ_ONCE.
     unsafe { core::ptr::addr_of!(bindings::riw_tx_zerocopy_min).read_volatile() }
 }
 
 /// `tx_zerocopy_keep`: a connection whose route copied zero-copy pages keeps sending
 /// zero-copy (for tests; by default it sends by copy from then on).
 pub fn tx_zerocopy_keep() -> bool {
-    // SAFETY: Reads a module-global boolean (READ_ONCE).
+    // SAFETY: As for `mpa_crc_required`.
     unsafe { bindings::riw_param_tx_zerocopy_keep() }
 }

@@ -5,14 +5,17 @@
 //! timeouts, needs beyond `kernel::workqueue`.
 
 use super::bindings;
+use core::ffi::c_int;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
 
-/// A work queue of its own (unbound, with a rescuer), destroyed, after draining, on drop.
+/// A work queue of its own (per CPU, high priority, with a rescuer), destroyed, after
+/// draining, on drop.
 ///
 /// # Invariants
 ///
@@ -28,12 +31,57 @@ unsafe impl Sync for Queue {}
 
 impl Queue {
     /// A new queue named `name` (the name is copied).
+    ///
+    /// The engine's work (Read Responses, bulk placement, sends the socket held back) runs
+    /// at high priority, as nvme-tcp's I/O work does: an RNIC's engine does not wait for
+    /// the host's CPUs, and RDMA applications busy-poll their CQs, which at normal priority
+    /// takes the CPU from the work they wait for.
     pub fn new(name: &CStr) -> Result<Self> {
-        // SAFETY: `name` is NUL-terminated; the format string copies it.
-        let wq = unsafe { bindings::riw_alloc_workqueue(name.as_char_ptr().cast()) };
+        let flags =
+            kernel::bindings::wq_flags_WQ_MEM_RECLAIM | kernel::bindings::wq_flags_WQ_HIGHPRI;
+        // SAFETY: `name` is NUL-terminated and passed for the format's one "%s", which
+        // copies it.
+        let wq = unsafe {
+            kernel::bindings::alloc_workqueue(
+                c_str!("%s").as_char_ptr(),
+                flags,
+                0,
+                name.as_char_ptr(),
+            )
+        };
         Ok(Self {
-            wq: NonNull::new(wq).ok_or(ENOMEM)?,
+            wq: NonNull::new(wq.cast()).ok_or(ENOMEM)?,
         })
+    }
+
+    fn as_kernel(&self) -> *mut kernel::bindings::workqueue_struct {
+        self.wq.as_ptr().cast()
+    }
+}
+
+/// The CPU the engine's work runs on: the next online one after the CPU that queues it
+/// (the engine's queue is per CPU). Work is mostly queued from a socket callback, in
+/// softirq, which over loopback and veth runs on the sending application's CPU, in its
+/// system call: work queued there waits for that application to leave the CPU, two context
+/// switches for every Read Response (and between the two at random with an unbound
+/// queue), and bulk data placed there competes with its sender.
+#[inline]
+fn work_cpu() -> c_int {
+    // SAFETY: Reads this CPU's number; being moved to another CPU meanwhile only makes the
+    // choice below a less good one.
+    let this = unsafe { bindings::riw_raw_smp_processor_id() };
+    // SAFETY: Reads a global that is fixed after boot.
+    let nr_cpu_ids = unsafe { bindings::riw_nr_cpu_ids() };
+    // SAFETY: Searches the online mask from `this`, a valid CPU number.
+    let mut cpu = unsafe { bindings::riw_cpumask_next_online(this) };
+    if cpu >= nr_cpu_ids {
+        // SAFETY: Searches the online mask.
+        cpu = unsafe { bindings::riw_cpumask_first_online() };
+    }
+    if cpu < nr_cpu_ids {
+        cpu as c_int
+    } else {
+        this
     }
 }
 
@@ -110,10 +158,27 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
         let Some(ptr) = Self::owner_ref(this) else {
             return;
         };
-        // SAFETY: A live queue and an initialised item; a pending item already owns a
-        // reference, so ours goes back if it was pending.
+        let cpu = work_cpu();
+        let dw = this
+            .delayed_work()
+            .dw
+            .get()
+            .cast::<kernel::bindings::delayed_work>();
+        // SAFETY: A live queue and an initialised item (the same C type in both bindings);
+        // a pending item already owns a reference, so ours goes back if it was pending.
+        // Queued, it runs as soon as it can; pending, it was either queued already (left
+        // as it is, where mod_delayed_work() would take it off the list and queue it
+        // again, at a cost that showed in profiles of every bulk transfer) or waiting on
+        // its timer (brought forward). A pending run starts after this and sees what the
+        // caller did before.
         let was_pending = unsafe {
-            bindings::riw_run_delayed_work_now(queue.wq.as_ptr(), this.delayed_work().dw.get())
+            if kernel::bindings::queue_delayed_work_on(cpu, queue.as_kernel(), dw, 0) {
+                false
+            } else if bindings::riw_timer_pending(core::ptr::addr_of!((*dw).timer).cast()) {
+                kernel::bindings::mod_delayed_work_on(cpu, queue.as_kernel(), dw, 0)
+            } else {
+                true
+            }
         };
         if was_pending {
             // SAFETY: Our reference from `owner_ref`, not taken by the queue.
@@ -126,10 +191,16 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
         let Some(ptr) = Self::owner_ref(this) else {
             return;
         };
-        let delay = core::ffi::c_ulong::try_from(jiffies).unwrap_or(core::ffi::c_ulong::MAX);
+        // An `unsigned long` (which the kernel's bindings spell `usize`).
+        let delay = usize::try_from(jiffies).unwrap_or(usize::MAX);
+        let dw = this
+            .delayed_work()
+            .dw
+            .get()
+            .cast::<kernel::bindings::delayed_work>();
         // SAFETY: As in `run_now`; a newly queued item takes our reference.
         let queued = unsafe {
-            bindings::riw_queue_delayed_work(queue.wq.as_ptr(), this.delayed_work().dw.get(), delay)
+            kernel::bindings::queue_delayed_work_on(work_cpu(), queue.as_kernel(), dw, delay)
         };
         if !queued {
             // SAFETY: Our reference from `owner_ref`, not taken by the queue.
@@ -221,4 +292,97 @@ pub fn jiffies() -> u64 {
 pub fn msecs_to_jiffies(ms: u32) -> u64 {
     // SAFETY: Pure conversion.
     u64::from(unsafe { bindings::riw_msecs_to_jiffies(ms) })
+}
+
+/// The module's queue of releases: of table entries after an RCU grace period
+/// ([`super::xarray::ArcTable`]), and of pinned user memory dropped where it may not sleep
+/// ([`super::rdma::mr::UserMemory`]). The driver sets it up before anything can use it
+/// and tears it down once nothing can any more.
+pub mod release {
+    use super::super::bindings;
+    use core::ptr::null_mut;
+    use core::sync::atomic::{AtomicPtr, Ordering};
+    use kernel::c_str;
+    use kernel::prelude::*;
+
+    /// The queue: NULL but between [`init`] and [`exit`].
+    static QUEUE: AtomicPtr<kernel::bindings::workqueue_struct> = AtomicPtr::new(null_mut());
+
+    /// Sets up the queue.
+    ///
+    /// # Safety
+    ///
+    /// Called once before any other function of this module, and not again before
+    /// [`exit`].
+    pub unsafe fn init() -> Result {
+        let flags = kernel::bindings::wq_flags_WQ_UNBOUND;
+        // SAFETY: A format without conversions and a static name.
+        let wq = unsafe {
+            kernel::bindings::alloc_workqueue(c_str!("riw_release").as_char_ptr(), flags, 0)
+        };
+        if wq.is_null() {
+            return Err(ENOMEM);
+        }
+        QUEUE.store(wq, Ordering::Release);
+        Ok(())
+    }
+
+    /// Runs the releases still queued and tears the queue down. A zero-copy release
+    /// callback may still be on its way out of this module's code (its RCU read section,
+    /// rust/helpers.c): this waits for it too.
+    ///
+    /// # Safety
+    ///
+    /// After a successful [`init`], once nothing can queue a release any more.
+    pub unsafe fn exit() {
+        let wq = QUEUE.swap(null_mut(), Ordering::AcqRel);
+        // SAFETY: Wait for RCU readers and callbacks; may sleep, as module teardown can.
+        unsafe {
+            kernel::bindings::synchronize_rcu();
+            kernel::bindings::rcu_barrier();
+        }
+        // SAFETY: The queue `init` made; the caller guarantees nothing queues on it now,
+        // and destroying it runs what it holds.
+        unsafe { kernel::bindings::destroy_workqueue(wq) };
+    }
+
+    /// Waits for every table entry retired so far to be released.
+    ///
+    /// # Safety
+    ///
+    /// Between [`init`] and [`exit`], in a context that may sleep.
+    pub unsafe fn flush() {
+        // SAFETY: By the caller's guarantees: the queue is live and we may sleep. The
+        // barrier first, so that the entries' works are on the queue when it is flushed.
+        unsafe {
+            kernel::bindings::rcu_barrier();
+            kernel::bindings::__flush_workqueue(QUEUE.load(Ordering::Acquire));
+        }
+    }
+
+    /// Queues `work` (a no-op if it is pending already).
+    ///
+    /// # Safety
+    ///
+    /// Between [`init`] and [`exit`]; `work` is initialised and stays valid until it runs.
+    pub(in crate::kernel_ext) unsafe fn queue(work: *mut bindings::work_struct) {
+        // SAFETY: By the caller's guarantees; the two bindings name the same C type.
+        unsafe {
+            kernel::bindings::queue_work_on(
+                kernel::bindings::wq_misc_consts_WORK_CPU_UNBOUND as _,
+                QUEUE.load(Ordering::Acquire),
+                work.cast(),
+            )
+        };
+    }
+
+    /// Queues `rwork` to run after an RCU grace period.
+    ///
+    /// # Safety
+    ///
+    /// As for [`queue`].
+    pub(in crate::kernel_ext) unsafe fn queue_after_grace_period(rwork: *mut bindings::rcu_work) {
+        // SAFETY: By the caller's guarantees; the two bindings name the same C type.
+        unsafe { kernel::bindings::queue_rcu_work(QUEUE.load(Ordering::Acquire), rwork.cast()) };
+    }
 }

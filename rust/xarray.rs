@@ -7,19 +7,81 @@
 //! xarray's lock with softirqs off.
 
 use super::bindings;
-use core::ffi::c_void;
+use super::workqueue::release;
 use core::marker::PhantomData;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
 
+/// An entry of a table: a reference to its object, in a slot that outlives its removal by
+/// an RCU grace period, so that lookups need no lock.
+///
+/// # Invariants
+///
+/// Allocated by [`Slot::new`]; `rwork` is initialised with `release_work::<T>`.
+#[repr(C)]
+struct Slot<T> {
+    /// First: the work item's address is the slot's.
+    rwork: Opaque<bindings::rcu_work>,
+    entry: Arc<T>,
+}
+
+impl<T: Send + Sync> Slot<T> {
+    /// A slot for `entry`, as a raw pointer the caller owns (`entry` goes if it fails).
+    fn new(entry: Arc<T>) -> Result<*mut Self> {
+        let slot = KBox::into_raw(KBox::new(
+            Self {
+                rwork: Opaque::uninit(),
+                entry,
+            },
+            GFP_KERNEL,
+        )?);
+        // SAFETY: `rwork` of a fresh allocation, which does not move until it is freed.
+        unsafe { bindings::riw_init_rcu_work((*slot).rwork.get(), Some(release_work::<T>)) };
+        Ok(slot)
+    }
+}
+
+impl<T> Slot<T> {
+    /// Frees `slot` and drops its reference.
+    ///
+    /// # Safety
+    ///
+    /// `slot` is from [`Slot::new`], owned by the caller, and no reader can see it any more.
+    unsafe fn release(slot: *mut Self) {
+        // SAFETY: By the function's contract, a `KBox` allocation that is ours.
+        drop(unsafe { KBox::from_raw(slot) });
+    }
+
+    /// Releases `slot` once no RCU reader can still see it.
+    ///
+    /// # Safety
+    ///
+    /// `slot` is from [`Slot::new`], owned by the caller (who gives it up), and out of its
+    /// table; the release queue is up (the driver is registered).
+    unsafe fn retire(slot: *mut Self) {
+        // SAFETY: `rwork` is initialised (type invariant) and the slot, given up to the
+        // work, stays until it runs.
+        unsafe { release::queue_after_grace_period((*slot).rwork.get()) };
+    }
+}
+
+/// The work of a retired slot.
+///
+/// # Safety
+///
+/// Called by the work queue for the `rwork` of a slot of `T` that [`Slot::retire`] queued.
+unsafe extern "C" fn release_work<T: Send + Sync>(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the first field of `rwork`, itself the first field of the
+    // `repr(C)` slot; the retired slot is the work's to release, after the grace period.
+    unsafe { Slot::<T>::release(work.cast::<Slot<T>>()) };
+}
+
 /// Objects of type `T`, each at an index the table allocated.
 ///
 /// # Invariants
 ///
-/// `xa` is initialised; every entry is a `riw_xa_slot` from `riw_xa_slot_new` that the
-/// table owns, whose `entry` is a pointer from `Arc::<T>::into_raw` whose reference the
-/// slot owns and whose `release` is `release_arc::<T>`.
+/// `xa` is initialised; every entry is a [`Slot<T>`] that the table owns.
 #[pin_data(PinnedDrop)]
 pub struct ArcTable<T> {
     #[pin]
@@ -31,30 +93,6 @@ pub struct ArcTable<T> {
 unsafe impl<T: Send + Sync> Send for ArcTable<T> {}
 // SAFETY: As above.
 unsafe impl<T: Send + Sync> Sync for ArcTable<T> {}
-
-/// Drops a slot's reference.
-///
-/// # Safety
-///
-/// `entry` is from `Arc::<T>::into_raw`, and its reference is the caller's to give up.
-unsafe extern "C" fn release_arc<T>(entry: *mut c_void) {
-    // SAFETY: By the function's contract.
-    drop(unsafe { Arc::from_raw(entry.cast::<T>()) });
-}
-
-/// A new reference to the object in `slot`.
-///
-/// # Safety
-///
-/// `slot` is a live slot of an `ArcTable<T>` whose reference cannot be released before
-/// this returns.
-unsafe fn clone_entry<T>(slot: *const bindings::riw_xa_slot) -> Arc<T> {
-    // SAFETY: The slot's entry is from `Arc::<T>::into_raw` and, by the caller's
-    // guarantee, still holds its reference; we borrow it only to take our own.
-    let slot_ref =
-        core::mem::ManuallyDrop::new(unsafe { Arc::from_raw((*slot).entry.cast::<T>()) });
-    (*slot_ref).clone()
-}
 
 impl<T: Send + Sync> ArcTable<T> {
     /// An empty table.
@@ -68,21 +106,14 @@ impl<T: Send + Sync> ArcTable<T> {
 
     /// Stores `value` at a free index in `min..=max` and returns the index (may sleep).
     pub fn insert(&self, min: u32, max: u32, value: Arc<T>) -> Result<u32> {
-        let ptr = Arc::into_raw(value).cast_mut().cast::<c_void>();
-        // SAFETY: Plain allocation; the slot takes over the reference.
-        let slot = unsafe { bindings::riw_xa_slot_new(ptr, Some(release_arc::<T>)) };
-        if slot.is_null() {
-            // SAFETY: Not stored: the reference is still ours.
-            unsafe { release_arc::<T>(ptr) };
-            return Err(ENOMEM);
-        }
+        let slot = Slot::new(value)?;
         let mut index = 0u32;
         // SAFETY: Initialised by the invariant; the table takes over the slot.
         let ret =
             unsafe { bindings::riw_xa_alloc(self.xa.get(), &mut index, slot.cast(), min, max) };
         if ret != 0 {
             // SAFETY: Not stored: the slot is still ours, and no reader saw it.
-            unsafe { bindings::riw_xa_slot_release_now(slot) };
+            unsafe { Slot::release(slot) };
             return Err(Error::from_errno(ret));
         }
         Ok(index)
@@ -90,10 +121,11 @@ impl<T: Send + Sync> ArcTable<T> {
 
     /// Runs `f` on the slot at `index` (null if none) inside an RCU read section.
     #[inline(always)]
-    fn with_slot<R>(&self, index: u32, f: impl FnOnce(*const bindings::riw_xa_slot) -> R) -> R {
-        // One shim call enters the section and looks up: lookups are on the data path.
-        // SAFETY: Initialised by the invariant; the section is left below, after `f`.
-        let slot = unsafe { bindings::riw_xa_load_rcu(self.xa.get(), index.into()) };
+    fn with_slot<R>(&self, index: u32, f: impl FnOnce(*const Slot<T>) -> R) -> R {
+        // SAFETY: Enters a section, left below, after `f`.
+        unsafe { bindings::riw_rcu_read_lock() };
+        // SAFETY: Initialised by the invariant.
+        let slot = unsafe { bindings::xa_load(self.xa.get(), index.into()) };
         let result = f(slot.cast());
         // SAFETY: Leaves the section entered above.
         unsafe { bindings::riw_rcu_read_unlock() };
@@ -105,7 +137,7 @@ impl<T: Send + Sync> ArcTable<T> {
         self.with_slot(index, |slot| {
             // SAFETY: A slot found inside the section is released, with its reference,
             // only after a grace period that the section holds back.
-            (!slot.is_null()).then(|| unsafe { clone_entry::<T>(slot) })
+            (!slot.is_null()).then(|| unsafe { (*slot).entry.clone() })
         })
     }
 
@@ -116,7 +148,7 @@ impl<T: Send + Sync> ArcTable<T> {
         self.with_slot(index, |slot| {
             // SAFETY: As in `get`, the slot's reference keeps the object alive until the
             // section ends, after `f`, which cannot keep the borrow.
-            f((!slot.is_null()).then(|| unsafe { &*(*slot).entry.cast::<T>().cast_const() }))
+            f((!slot.is_null()).then(|| unsafe { &*(*slot).entry }))
         })
     }
 
@@ -129,14 +161,11 @@ impl<T: Send + Sync> ArcTable<T> {
         unsafe {
             bindings::riw_xa_lock(self.xa.get());
             loop {
-                let slot = bindings::riw_xa_find(self.xa.get(), &mut index)
-                    .cast::<bindings::riw_xa_slot>();
+                let slot = bindings::riw_xa_find(self.xa.get(), &mut index).cast::<Slot<T>>();
                 if slot.is_null() {
                     break;
                 }
-                let slot_ref =
-                    core::mem::ManuallyDrop::new(Arc::<T>::from_raw((*slot).entry.cast::<T>()));
-                f(&slot_ref);
+                f(&(*slot).entry);
                 index += 1;
             }
             bindings::riw_xa_unlock(self.xa.get());
@@ -149,13 +178,12 @@ impl<T: Send + Sync> ArcTable<T> {
         // SAFETY: Initialised by the invariant. The erased slot is ours; it still holds its
         // reference while we take ours, then goes with it after a grace period.
         unsafe {
-            let slot =
-                bindings::riw_xa_erase(self.xa.get(), index.into()).cast::<bindings::riw_xa_slot>();
+            let slot = bindings::riw_xa_erase(self.xa.get(), index.into()).cast::<Slot<T>>();
             if slot.is_null() {
                 return None;
             }
-            let found = clone_entry::<T>(slot);
-            bindings::riw_xa_slot_retire(slot);
+            let found = (*slot).entry.clone();
+            Slot::retire(slot);
             Some(found)
         }
     }
@@ -176,15 +204,15 @@ impl<T> PinnedDrop for ArcTable<T> {
             // dropped cannot exist, so it goes now.
             unsafe {
                 bindings::riw_xa_erase(xa, index);
-                bindings::riw_xa_slot_release_now(slot.cast());
+                Slot::<T>::release(slot.cast());
             }
         }
         // SAFETY: Empty now, never used again. Slots removed before are on their way to
         // release and may hold the last reference to an object that needs the device this
-        // table belongs to: wait for them.
+        // table belongs to: wait for them (tables live while the driver is registered).
         unsafe {
             bindings::xa_destroy(xa);
-            bindings::riw_release_flush();
+            release::flush();
         }
     }
 }

@@ -106,16 +106,15 @@ impl<T: DeviceOps> Driver<T> {
             .map_err(|_| EBUSY)?;
         // SAFETY: Once, for the registered driver; its drop undoes it (as does a failure
         // below).
-        let ret = unsafe { bindings::riw_release_init() };
-        if ret != 0 {
+        if let Err(e) = unsafe { crate::kernel_ext::workqueue::release::init() } {
             DRIVER.store(core::ptr::null_mut(), Ordering::Release);
-            return Err(Error::from_errno(ret));
+            return Err(e);
         }
         // SAFETY: The notifier block is pinned in `driver` and unregistered in its drop.
         let ret = unsafe { bindings::register_netdevice_notifier(driver.netdev_notifier.get()) };
         if ret != 0 {
             // SAFETY: Set up above; nothing used it yet.
-            unsafe { bindings::riw_release_exit() };
+            unsafe { crate::kernel_ext::workqueue::release::exit() };
             DRIVER.store(core::ptr::null_mut(), Ordering::Release);
             return Err(Error::from_errno(ret));
         }
@@ -227,7 +226,7 @@ impl<T: DeviceOps> PinnedDrop for Driver<T> {
         self.unregister_all_devices();
         // SAFETY: Set up in `register`; with the devices gone, no region is left to drop,
         // and this runs the releases still queued.
-        unsafe { bindings::riw_release_exit() };
+        unsafe { crate::kernel_ext::workqueue::release::exit() };
         DRIVER.store(core::ptr::null_mut(), Ordering::Release);
     }
 }

@@ -9,9 +9,14 @@ use super::object::Object;
 use super::ucontext::UData;
 use super::verbs::Pd;
 use crate::kernel_ext::bindings;
-use core::ffi::c_int;
+use crate::kernel_ext::workqueue::release;
+use core::ffi::{c_int, c_uint};
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
+use kernel::error::from_err_ptr;
+use kernel::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
 use kernel::prelude::*;
+use kernel::types::Opaque;
 
 /// A memory region of driver `T`.
 pub type Mr<T> = Object<bindings::ib_mr, <T as DeviceOps>::Mr>;
@@ -39,14 +44,29 @@ pub mod access {
     pub const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 }
 
-/// User memory pinned for a memory region (`struct ib_umem`). It may be dropped in any
-/// context: where sleeping is not allowed, the release goes to a work item.
+/// User memory pinned for a memory region (`struct ib_umem`), with a table of its pages so
+/// that the data path finds the page of an offset at once (a scatterlist walk from the
+/// start costs per access, and with the region's size). It may be dropped in any context.
 ///
 /// # Invariants
 ///
-/// `mem` is a live umem from `riw_umem_get`, released on drop.
+/// `mem` is from [`KBox::into_raw`], owned by this object: `table.umem` is a live umem
+/// from `ib_umem_get()` of `table.npages` pages, and `pages` holds each of them in order
+/// (`table.pages` its buffer); `release` is initialised with [`release_work`].
 pub struct UserMemory {
-    mem: NonNull<bindings::riw_umem>,
+    mem: NonNull<Pinned>,
+}
+
+/// What a [`UserMemory`] owns, in one allocation.
+#[repr(C)]
+struct Pinned {
+    /// The region's page table as C reads it (`riw_sock_send_umem()`).
+    table: bindings::riw_umem,
+    pages: KVVec<*mut bindings::page>,
+    /// `ib_umem_release()` may sleep, and the data path can drop the last reference to a
+    /// region where it must not (in softirq, under a _bh spinlock): the release then goes
+    /// to this work item, prepared with the region so that it cannot fail later.
+    release: Opaque<bindings::work_struct>,
 }
 
 // SAFETY: A umem is plain pinned pages, usable from any thread.
@@ -54,69 +74,226 @@ unsafe impl Send for UserMemory {}
 // SAFETY: As above; it is not modified after creation.
 unsafe impl Sync for UserMemory {}
 
-impl UserMemory {
-    /// Pins `len` bytes of the calling process at `addr` for `dev`, with `access`.
-    pub fn pin<T: DeviceOps>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
-        let (addr, len) = (usize::try_from(addr)?, usize::try_from(len)?);
-        let mut err: c_int = 0;
-        // SAFETY: A live device; the core validates the user range and access.
-        let umem = unsafe {
-            bindings::riw_umem_get(dev.as_raw(), addr as _, len, access as c_int, &mut err)
-        };
-        NonNull::new(umem)
-            .map(|mem| Self { mem })
-            .ok_or_else(|| Error::from_errno(err))
+/// Releases a region.
+///
+/// # Safety
+///
+/// `mem` is the `Pinned` of a [`UserMemory`] that gave it up, in a context that may
+/// sleep.
+unsafe fn release_now(mem: *mut Pinned) {
+    // SAFETY: By the function's contract, the allocation and its umem are ours.
+    let mem = unsafe { KBox::from_raw(mem) };
+    // SAFETY: A live umem, released once; the context may sleep.
+    unsafe { bindings::ib_umem_release(mem.table.umem) };
+}
+
+/// The release of a region dropped where it could not sleep.
+///
+/// # Safety
+///
+/// Called by the work queue for the `release` item of a `Pinned` given up to it.
+unsafe extern "C" fn release_work(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the `release` field of a `Pinned` (`repr(C)`) that the work owns;
+    // work items run in process context.
+    unsafe { release_now(work.byte_sub(core::mem::offset_of!(Pinned, release)).cast()) };
+}
+
+/// Whether the current context may sleep. Without CONFIG_PREEMPT_COUNT a plain spinlock
+/// does not show; riw holds regions in atomic context only in softirq or under _bh
+/// spinlocks, which `in_softirq()` sees anyway.
+fn may_sleep() -> bool {
+    // SAFETY: Each reads the state of the current context.
+    unsafe {
+        bindings::riw_in_task()
+            && !bindings::riw_in_softirq()
+            && !bindings::riw_irqs_disabled()
+            && (!cfg!(CONFIG_PREEMPT_COUNT) || bindings::riw_preemptible())
     }
 }
 
 impl UserMemory {
-    /// Copies `dst.len()` bytes from `offset` of the region (from its start address).
-    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
-        // SAFETY: A live umem (type invariant); the copy checks the range against its
-        // length and goes through the pinned pages, never through the user mapping.
-        let ret = unsafe {
-            bindings::riw_umem_copy_from(
-                dst.as_mut_ptr().cast(),
-                self.mem.as_ptr(),
-                offset,
-                dst.len(),
+    /// Pins `len` bytes of the calling process at `addr` for `dev`, with `access`.
+    pub fn pin<T: DeviceOps>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
+        let (addr, len) = (usize::try_from(addr)?, usize::try_from(len)?);
+        // SAFETY: A live device; the core validates the user range and access.
+        let umem = from_err_ptr(unsafe {
+            bindings::ib_umem_get(dev.as_raw(), addr as _, len, access as c_int)
+        })?;
+        let pinned = Self::table(umem).and_then(|(first, pages)| {
+            let table = bindings::riw_umem {
+                umem,
+                pages: core::ptr::null_mut(),
+                npages: pages.len() as _,
+                first,
+            };
+            let pinned = Pinned {
+                table,
+                pages,
+                release: Opaque::uninit(),
+            };
+            Ok(KBox::into_raw(KBox::new(pinned, GFP_KERNEL)?))
+        });
+        let mem = match pinned {
+            Ok(mem) => mem,
+            Err(e) => {
+                // SAFETY: Ours, and never handed out; pinning may sleep, so may this.
+                unsafe { bindings::ib_umem_release(umem) };
+                return Err(e);
+            }
+        };
+        // SAFETY: A fresh allocation, which does not move until it is freed; the page
+        // buffer moved with the vector, not in memory.
+        unsafe {
+            (*mem).table.pages = (*mem).pages.as_mut_ptr();
+            bindings::riw_init_work((*mem).release.get(), Some(release_work));
+        }
+        Ok(Self {
+            // SAFETY: From `KBox::into_raw`, not NULL.
+            mem: unsafe { NonNull::new_unchecked(mem) },
+        })
+    }
+
+    /// The offset of byte 0 of `umem` in its first page, and each of its pages in order.
+    fn table(umem: *mut bindings::ib_umem) -> Result<(c_uint, KVVec<*mut bindings::page>)> {
+        // SAFETY: A live umem, just made.
+        let (first, npages) = unsafe {
+            (
+                bindings::riw_ib_umem_offset(umem) as c_uint,
+                bindings::riw_ib_umem_num_pages(umem),
             )
         };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
+        let mut pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
+        let mut iter = MaybeUninit::<kernel::bindings::sg_page_iter>::uninit();
+        // SAFETY: `for_each_sgtable_page()` over the umem's table, which ib_umem_get()
+        // filled; `iter` is ours (the same C type in both bindings) and started before
+        // it is read.
+        unsafe {
+            let sgt = core::ptr::addr_of_mut!((*umem).sgt_append.sgt);
+            kernel::bindings::__sg_page_iter_start(
+                iter.as_mut_ptr(),
+                (*sgt).sgl.cast(),
+                (*sgt).orig_nents,
+                0,
+            );
+            while pages.len() < npages && kernel::bindings::__sg_page_iter_next(iter.as_mut_ptr()) {
+                pages.push(
+                    bindings::riw_sg_page_iter_page(iter.as_mut_ptr().cast()),
+                    GFP_KERNEL,
+                )?;
+            }
+        }
+        // ib_umem_get() pinned every page of the range: the table is whole.
+        // SAFETY: Warns, once.
+        if unsafe { bindings::riw_warn_on_once(pages.len() != npages) } {
+            return Err(EFAULT);
+        }
+        Ok((first, pages))
+    }
+
+    /// The region's length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        // SAFETY: A live umem (type invariant).
+        unsafe { (*self.mem.as_ref().table.umem).length }
+    }
+
+    /// The page holding byte `offset` of the region, the offset of that byte in it, and
+    /// how many bytes of the region from there lie in that page (at most `len`); `None`
+    /// if `offset` is past the region's pages.
+    #[inline]
+    pub(in crate::kernel_ext) fn page_piece(
+        &self,
+        offset: usize,
+        len: usize,
+    ) -> Option<(NonNull<bindings::page>, usize, usize)> {
+        // SAFETY: Ours (type invariant), not modified after creation.
+        let mem = unsafe { self.mem.as_ref() };
+        let pos = offset.checked_add(mem.table.first as usize)?;
+        let page = NonNull::new(*mem.pages.get(pos >> PAGE_SHIFT)?)?;
+        let in_page = pos & !PAGE_MASK;
+        Some((page, in_page, len.min(PAGE_SIZE - in_page)))
+    }
+
+    /// Calls `f` on each page's piece of `len` bytes at `offset` of the region, in order:
+    /// its kernel address, its length and the bytes before it in the range. Each caller
+    /// gets a loop of its own, with `f` inlined, for the data path.
+    #[inline(always)]
+    fn walk(&self, offset: usize, len: usize, mut f: impl FnMut(*mut u8, usize, usize)) -> Result {
+        if offset > self.len() || len > self.len() - offset {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        while done < len {
+            let Some((page, in_page, n)) = self.page_piece(offset + done, len - done) else {
+                // The range is inside the region, whose table is whole: a bug.
+                // SAFETY: Warns, once.
+                unsafe { bindings::riw_warn_on_once(true) };
+                return Err(EFAULT);
+            };
+            // SAFETY: A page pinned while `self` lives, mapped for this piece and unmapped
+            // below (the same C type in both bindings).
+            let addr = unsafe { kernel::bindings::kmap_local_page(page.as_ptr().cast()) };
+            // SAFETY: `in_page + n` is within the page mapped at `addr`.
+            f(unsafe { addr.cast::<u8>().add(in_page) }, n, done);
+            // SAFETY: Mapped above, the last mapping of this task.
+            unsafe { kernel::bindings::kunmap_local(addr) };
+            done += n;
         }
         Ok(())
     }
 
+    /// Copies `dst.len()` bytes from `offset` of the region (from its start address).
+    #[inline]
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let to = dst.as_mut_ptr();
+        self.walk(offset, dst.len(), |piece, n, done| {
+            // SAFETY: `piece` is `n` mapped bytes of the pinned pages (never the user
+            // mapping) and `done + n <= dst.len()`.
+            unsafe { core::ptr::copy_nonoverlapping(piece, to.add(done), n) }
+        })
+    }
+
     /// Continues the CRC32c register value `crc` over `len` bytes at `offset` of the
     /// region, read in place.
+    #[inline]
     pub fn crc32c(&self, crc: u32, offset: usize, len: usize) -> Result<u32> {
         let mut crc = crc;
-        // SAFETY: A live umem (type invariant); the walk checks the range against its
-        // length and reads the pinned pages through kernel mappings.
-        let ret = unsafe { bindings::riw_umem_crc32c(self.mem.as_ptr(), offset, len, &mut crc) };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
+        self.walk(offset, len, |piece, n, _| {
+            // SAFETY: `piece` is `n` mapped bytes, `n` at most a page.
+            crc = unsafe { bindings::crc32c(crc, piece.cast(), n as c_uint) };
+        })?;
         Ok(crc)
     }
 
-    /// The umem, for the socket layer's zero-copy sends.
+    /// The region's page table, for the socket layer's zero-copy sends.
     pub(in crate::kernel_ext) fn as_raw(&self) -> *mut bindings::riw_umem {
-        self.mem.as_ptr()
+        // SAFETY: Ours (type invariant); C only reads it.
+        unsafe { core::ptr::addr_of_mut!((*self.mem.as_ptr()).table) }
     }
 
     /// Copies `src` to `offset` of the region.
     #[inline]
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
-        // SAFETY: As for `read`.
-        let ret = unsafe {
-            bindings::riw_umem_copy_to(self.mem.as_ptr(), offset, src.as_ptr().cast(), src.len())
-        };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
+        let from = src.as_ptr();
+        self.walk(offset, src.len(), |piece, n, done| {
+            // SAFETY: As in `read`, the other way.
+            unsafe { core::ptr::copy_nonoverlapping(from.add(done), piece, n) }
+        })
+    }
+}
+
+impl Drop for UserMemory {
+    fn drop(&mut self) {
+        let mem = self.mem.as_ptr();
+        if may_sleep() {
+            // SAFETY: Ours (type invariant), given up here; this context may sleep.
+            unsafe { release_now(mem) };
+        } else {
+            // SAFETY: The work item is initialised (type invariant) and the allocation,
+            // given up to it, stays until it runs. Regions exist only while the driver is
+            // registered, which keeps the release queue up.
+            unsafe { release::queue((*mem).release.get()) };
         }
-        Ok(())
     }
 }
 
@@ -158,14 +335,6 @@ impl DmaMemory {
         // SAFETY: As for `read`: a mapped receive (or target) buffer of the consumer.
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
         Ok(())
-    }
-}
-
-impl Drop for UserMemory {
-    fn drop(&mut self) {
-        // SAFETY: From `riw_umem_get`, released once; `riw_umem_put` defers the release
-        // when this context may not sleep.
-        unsafe { bindings::riw_umem_put(self.mem.as_ptr()) };
     }
 }
 

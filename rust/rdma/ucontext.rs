@@ -89,6 +89,15 @@ impl UData<'_> {
         unsafe { (*self.raw).inlen }
     }
 
+    /// Whether the input userspace sent is all zeroes from `offset` on (or ends before).
+    fn cleared_from(&self, offset: usize) -> bool {
+        let len = self.in_len();
+        // SAFETY: Valid by the invariant; the range is within the input the core
+        // validated, and the check reads it from userspace.
+        offset >= len
+            || unsafe { bindings::riw_ib_is_udata_cleared(self.raw, offset, len - offset) }
+    }
+
     /// Bytes userspace can take as output.
     pub fn out_len(&self) -> usize {
         // SAFETY: Valid by the invariant.
@@ -106,8 +115,7 @@ impl UData<'_> {
         {
             return Err(EFAULT);
         }
-        // SAFETY: Valid by the invariant.
-        if !unsafe { bindings::riw_udata_cleared_from(self.raw, core::mem::size_of::<R>()) } {
+        if !self.cleared_from(core::mem::size_of::<R>()) {
             return Err(crate::kernel_ext::errno::EOPNOTSUPP());
         }
         Ok(req)
