@@ -12,8 +12,6 @@
  * - rust/params.c and rust/defer.c: what the 6.12 kernel crate cannot express
  *   (module_param; a per-CPU variable and the protocol around it), each with its contract
  *   at its top, against which rust/params.rs and rust/defer.rs state their safety.
- * - rust/helpers.c: the kernel TCP socket code, on its way to rust/socket.rs and
- *   rust/helpers/socket.c.
  *
  * All other logic is Rust, in rust/, where every unsafe block proves its safety.
  */
@@ -135,71 +133,42 @@ extern unsigned int riw_tx_zerocopy_min;
 bool riw_param_tx_zerocopy_keep(void);
 
 /*
- * Types Rust builds that C reads: the page table of pinned user memory (rust/rdma/mr.rs,
- * read by riw_sock_send_umem()), and queue memory mapped to userspace through an
+ * A type Rust builds that C reads: queue memory mapped to userspace through an
  * rdma_user_mmap_entry (rust/rdma/mmap.rs).
  */
-struct riw_umem {
-	struct ib_umem *umem;
-	/*
-	 * Each pinned page, in order; byte 0 of the region is at `first` in pages[0]. The
-	 * region is umem->length bytes.
-	 */
-	struct page **pages;
-	unsigned long npages;
-	unsigned int first;
-};
-
 struct riw_mmap_entry {
 	struct rdma_user_mmap_entry base;
 	void *addr;
 };
 
-/* helpers.c: kernel TCP sockets. */
-struct riw_sock_callbacks {
-	void (*data_ready)(struct sock *sk);
-	void (*state_change)(struct sock *sk);
-	void (*write_space)(struct sock *sk);
-};
-
-int riw_sock_create(struct net_device *ndev, int family, struct socket **res);
-void riw_sock_install(struct socket *sock, void *data, const struct riw_sock_callbacks *cb,
-		      struct riw_sock_callbacks *saved);
-void *riw_sock_uninstall(struct socket *sock, const struct riw_sock_callbacks *saved);
-void *riw_sock_callback_begin(struct sock *sk, bool *locked, size_t *readable);
-void riw_sock_callback_end(struct sock *sk);
-int riw_sock_state(struct sock *sk);
-int riw_sock_error(struct socket *sock);
-int riw_sock_send(struct socket *sock, const void *buf, size_t len, bool more);
 /*
- * A reader of a socket's bytes in place: takes `len` bytes at `data`, returns how many it
- * used; fewer than `len` stops the read there.
+ * Kernel TCP sockets: forwards for rust/socket.rs, in rust/helpers/socket.c (whose
+ * contract says what they may be).
  */
-typedef size_t (*riw_sock_chunk_fn)(void *ctx, const u8 *data, size_t len);
-int riw_sock_read_locked(struct sock *sk, riw_sock_chunk_fn fn, void *ctx, bool *drained);
-bool riw_sock_nothing_to_read(struct sock *sk);
+int riw_sock_create(struct net_device *ndev, int family, struct socket **res);
 void riw_sock_lock(struct socket *sock);
 void riw_sock_unlock(struct socket *sock);
-int riw_sock_recv(struct socket *sock, void *buf, size_t len);
+int riw_sock_state(struct sock *sk);
+int riw_sock_error(struct sock *sk);
+void riw_write_lock_bh(rwlock_t *lock);
+void riw_write_unlock_bh(rwlock_t *lock);
+void riw_sk_user_data_set_nocopy(struct sock *sk, void *data);
+void riw_sk_user_data_clear(struct sock *sk);
+void *riw_sk_user_data_nocopy_locked(const struct sock *sk);
+void *riw_sk_user_data_nocopy_rcu(const struct sock *sk);
+struct tcp_sock *riw_tcp_sk(struct sock *sk);
+int riw_tcp_inq(struct sock *sk);
 unsigned int riw_sock_mss(struct socket *sock);
-void riw_sock_setup(struct socket *sock);
+int riw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor);
+int riw_tcp_sendmsg_locked(struct sock *sk, struct msghdr *msg, size_t size);
+void riw_tcp_sock_set_nodelay(struct sock *sk);
+void riw_sock_set_reuseaddr(struct sock *sk);
 void riw_sock_no_linger(struct socket *sock);
 int riw_sock_bind_to_netdev(struct socket *sock, struct net_device *ndev);
-int riw_sock_connect(struct socket *sock, struct sockaddr_storage *addr);
-int riw_sock_bind(struct socket *sock, struct sockaddr_storage *addr);
-int riw_sock_name(struct socket *sock, struct sockaddr_storage *addr, bool peer);
-int riw_sock_accept(struct socket *sock, struct socket **res);
-int riw_sock_listen(struct socket *sock, int backlog);
+bool riw_skb_queue_empty(const struct sk_buff_head *list);
+struct skb_shared_info *riw_skb_shinfo(const struct sk_buff *skb);
+struct page *riw_skb_frag_page(const skb_frag_t *frag);
+void *riw_kmap_local_page(struct page *page);
+void riw_kunmap_local(const void *addr);
 
-/*
- * Zero-copy sends of pinned user memory: `released(owner, token, copied)` runs once TCP
- * holds none of the pages sent with a riw_zc and its creator put it, in any context;
- * `copied` if the pages were copied on their way all the same.
- */
-typedef void (*riw_zc_released_fn)(void *owner, u64 token, bool copied);
-struct riw_zc;
-struct riw_zc *riw_zc_new(riw_zc_released_fn released, void *owner, u64 token);
-void riw_zc_put(struct riw_zc *zc);
-long riw_sock_send_umem(struct socket *sock, struct riw_umem *mem, size_t offset, size_t len,
-			struct riw_zc *zc, bool more);
 #endif

@@ -15,10 +15,14 @@ use super::bindings;
 use super::errno::EAFNOSUPPORT;
 use super::net::NetDevice;
 use super::rdma::UserMemory;
-use core::ffi::c_void;
+use core::ffi::{c_int, c_uint, c_void};
 use core::fmt;
 use core::marker::PhantomData;
-use core::ptr::NonNull;
+use core::mem::MaybeUninit;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::alloc::{flags::GFP_KERNEL, KBox};
+use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -102,6 +106,16 @@ impl SocketAddr {
         ss
     }
 
+    /// The length of the address's `struct sockaddr_in` or `sockaddr_in6`, which
+    /// `to_storage` writes.
+    fn storage_len(&self) -> c_int {
+        let len = match self {
+            Self::V4 { .. } => core::mem::size_of::<bindings::sockaddr_in>(),
+            Self::V6 { .. } => core::mem::size_of::<bindings::sockaddr_in6>(),
+        };
+        len as c_int
+    }
+
     /// The address family (`AF_INET` or `AF_INET6`).
     pub fn family(&self) -> i32 {
         match self {
@@ -177,6 +191,34 @@ const TCP_CLOSE_WAIT: i32 = 8;
 const TCP_LISTEN: i32 = 10;
 const TCP_NEW_SYN_RECV: i32 = 12;
 
+// Flags of `struct msghdr`.
+const MSG_DONTWAIT: c_uint = kernel::bindings::MSG_DONTWAIT;
+const MSG_NOSIGNAL: c_uint = kernel::bindings::MSG_NOSIGNAL;
+const MSG_MORE: c_uint = kernel::bindings::MSG_MORE;
+const MSG_ZEROCOPY: c_uint = kernel::bindings::MSG_ZEROCOPY;
+
+// `sk_shutdown` bit of include/net/sock.h: the peer sent its FIN.
+const RCV_SHUTDOWN: u8 = 1;
+
+// The flags of a zero-copy `ubuf_info`, as include/linux/skbuff.h composes
+// `SKBFL_ZEROCOPY_FRAG` (which bindgen cannot evaluate) and adds `SKBFL_DONT_ORPHAN`.
+const ZC_FLAGS: u8 = (kernel::bindings::SKBFL_ZEROCOPY_ENABLE
+    | kernel::bindings::SKBFL_SHARED_FRAG
+    | kernel::bindings::SKBFL_DONT_ORPHAN) as u8;
+
+/// `READ_ONCE(*p)`: one read the compiler neither tears, repeats nor drops, of a field
+/// that others may change meanwhile.
+///
+/// # Safety
+///
+/// `p` is valid for a read of a `T`, and aligned.
+#[inline(always)]
+unsafe fn read_once<T: Copy>(p: *const T) -> T {
+    // SAFETY: The caller guarantees `p` is valid and aligned; a volatile read is what
+    // READ_ONCE() does for a field of machine-word size or less.
+    unsafe { p.read_volatile() }
+}
+
 impl TcpState {
     fn from_raw(raw: i32) -> Self {
         match raw {
@@ -240,18 +282,242 @@ impl LockedSocket<'_> {
     /// runs under the socket's lock, and in softirq context from a callback: it must not
     /// sleep, nor use the socket.
     pub fn read_in_place<F: FnMut(&[u8]) -> usize>(&self, reader: &mut F) -> (Result<usize>, bool) {
-        let ctx = core::ptr::from_mut(reader).cast::<c_void>();
-        let mut drained = false;
-        // SAFETY: A live, locked TCP socket (type invariant); `ctx` points to `reader`,
-        // alive and not otherwise used for the call, which is the only time
-        // `read_chunk::<F>` runs with it; `drained` is a local.
-        let ret = unsafe {
-            bindings::riw_sock_read_locked(self.sk, Some(read_chunk::<F>), ctx, &mut drained)
+        let mut desc = bindings::read_descriptor_t {
+            count: 1,
+            arg: bindings::read_descriptor_t__bindgen_ty_1 {
+                data: ptr::from_mut(reader).cast(),
+            },
+            ..Default::default()
         };
+        // SAFETY: A live TCP socket, locked as `tcp_read_sock` asks (type invariant);
+        // `desc` carries `reader`, alive and not otherwise used during the call, which is
+        // the only time `read_actor::<F>` runs with it.
+        let mut ret =
+            unsafe { bindings::riw_tcp_read_sock(self.sk, &mut desc, Some(read_actor::<F>)) };
+        // Nothing taken and the reader did not stop it: empty, at its end, or failed.
+        if ret == 0 && desc.count != 0 {
+            // SAFETY: A live socket, whose lock this holder has.
+            ret = unsafe { bindings::riw_sock_error(self.sk) };
+            // SAFETY: A live socket; under its lock, the receive queue stays as it is.
+            if ret == 0 && !unsafe { self.at_end() } {
+                ret = EAGAIN.to_errno();
+            }
+        }
+        // SAFETY: A live TCP socket.
+        let drained = unsafe { nothing_to_read(self.sk) };
         if ret < 0 {
             return (Err(Error::from_errno(ret)), drained);
         }
         (Ok(ret as usize), drained)
+    }
+
+    /// Whether the peer ended its stream and every byte before the end was read.
+    ///
+    /// # Safety
+    ///
+    /// Called with nothing read and the lock still held, so that the receive queue does
+    /// not change.
+    unsafe fn at_end(&self) -> bool {
+        // SAFETY: A live socket (type invariant); the caller holds its lock.
+        unsafe {
+            read_once(&raw const (*self.sk).sk_shutdown) & RCV_SHUTDOWN != 0
+                && bindings::riw_skb_queue_empty(&raw const (*self.sk).sk_receive_queue)
+        }
+    }
+}
+
+/// Whether `sk` has nothing to read and nothing else to find by reading: no bytes, no end
+/// of stream, no error. The fields are read as `tcp_poll()` reads them, so the socket's
+/// lock is not needed; a caller that holds it gets an answer nothing can change meanwhile.
+///
+/// # Safety
+///
+/// `sk` is a live TCP socket.
+unsafe fn nothing_to_read(sk: *mut bindings::sock) -> bool {
+    // SAFETY: A live TCP socket (the caller's guarantee) is the `sock` of a `tcp_sock`.
+    let tp = unsafe { bindings::riw_tcp_sk(sk) };
+    // SAFETY: `tp` and `sk` are live and their fields aligned; TCP changes these fields
+    // under the socket's lock, so each is read once, as READ_ONCE() does.
+    unsafe {
+        read_once(&raw const (*tp).rcv_nxt) == read_once(&raw const (*tp).copied_seq)
+            && read_once(&raw const (*sk).sk_shutdown) & RCV_SHUTDOWN == 0
+            && read_once(&raw const (*sk).sk_err) == 0
+    }
+}
+
+/// `tcp_read_sock()`'s actor for a reader of type `F`: the bytes of `skb` from `offset` to
+/// the reader, until it stops; a reader that stopped takes nothing more of this read.
+///
+/// # Safety
+///
+/// Called by `tcp_read_sock()` on the locked socket, with `read_in_place`'s `desc`, whose
+/// `arg.data` is its live reader of type `F`, and with a live `skb` of which `len` bytes
+/// from `offset` are there to read.
+unsafe extern "C" fn read_actor<F: FnMut(&[u8]) -> usize>(
+    desc: *mut bindings::read_descriptor_t,
+    skb: *mut bindings::sk_buff,
+    offset: c_uint,
+    len: usize,
+) -> c_int {
+    // SAFETY: `desc` is `read_in_place`'s descriptor, alive during the read.
+    if unsafe { (*desc).count } == 0 {
+        return 0;
+    }
+    // SAFETY: `arg.data` is `read_in_place`'s reader of type `F`, which nothing else uses
+    // while `tcp_read_sock()` runs.
+    let reader = unsafe { &mut *(*desc).arg.data.cast::<F>() };
+    let mut walk = SkbWalk {
+        reader,
+        stopped: false,
+    };
+    // SAFETY: A live skb of the socket, with `len` bytes from `offset`.
+    let taken = unsafe { walk.skb(skb, offset as usize, len) };
+    if walk.stopped {
+        // SAFETY: As above.
+        unsafe { (*desc).count = 0 };
+    }
+    // At most `len`, which TCP passes as an int's worth.
+    taken as c_int
+}
+
+/// Hands the bytes of skbs to a reader of type `F`, one contiguous run at a time: the
+/// linear part, each page of each fragment, then the skbs of the fragment list, each page
+/// mapped with `kmap_local_page()` for its run. A reader that takes fewer bytes than a run
+/// holds stops the walk.
+struct SkbWalk<'a, F> {
+    reader: &'a mut F,
+    stopped: bool,
+}
+
+impl<F: FnMut(&[u8]) -> usize> SkbWalk<'_, F> {
+    /// Gives the reader one run; returns the bytes it took.
+    ///
+    /// # Safety
+    ///
+    /// `data` is valid for reads of `len` bytes, and not written, until this returns.
+    #[inline(always)]
+    unsafe fn run(&mut self, data: *const u8, len: usize) -> usize {
+        // SAFETY: The caller's guarantee; `data` is never NULL (an skb's data, or a mapped
+        // page); the reader borrows the slice for its own call only.
+        let chunk = unsafe { core::slice::from_raw_parts(data, len) };
+        let used = (self.reader)(chunk).min(len);
+        if used < len {
+            self.stopped = true;
+        }
+        used
+    }
+
+    /// Hands the reader `len` bytes of `skb` from `offset`; returns the bytes taken.
+    /// Inlined into the read actor, which saves a call on every read; the skbs of a
+    /// fragment list, rare, recurse through `frag_list`.
+    ///
+    /// # Safety
+    ///
+    /// `skb` is live, and not changed while this runs (TCP holds it under the socket's
+    /// lock), and holds `len` bytes from `offset`.
+    #[inline(always)]
+    unsafe fn skb(
+        &mut self,
+        skb: *const bindings::sk_buff,
+        mut offset: usize,
+        mut len: usize,
+    ) -> usize {
+        // SAFETY: A live skb (the caller's guarantee).
+        let (skb_len, data_len, data) = unsafe { ((*skb).len, (*skb).data_len, (*skb).data) };
+        // skb_headlen(): the bytes of the linear part.
+        let mut pos = (skb_len - data_len) as usize;
+        let mut taken = 0;
+        if offset < pos {
+            // SAFETY: The linear part holds `pos` bytes at `data`.
+            let used = unsafe { self.run(data.add(offset), (pos - offset).min(len)) };
+            taken += used;
+            offset += used;
+            len -= used;
+        }
+        // SAFETY: A live skb has its shared info.
+        let shinfo = unsafe { bindings::riw_skb_shinfo(skb) };
+        // SAFETY: As above; `nr_frags` does not change while TCP holds the skb.
+        let nr_frags = usize::from(unsafe { (*shinfo).nr_frags });
+        let mut i = 0;
+        while i < nr_frags && len != 0 && !self.stopped {
+            // SAFETY: One of the skb's `nr_frags` fragments, in its array.
+            let frag = unsafe { &raw const (*shinfo).frags[i] };
+            // SAFETY: As above: skb_frag_size() and skb_frag_off().
+            let (size, frag_off) = unsafe { ((*frag).len as usize, (*frag).offset as usize) };
+            if offset < pos + size {
+                // SAFETY: A fragment of a live skb.
+                let page = unsafe { bindings::riw_skb_frag_page(frag) };
+                if page.is_null() {
+                    // Its memory is a device's (devmem TCP), not the host's: nothing a
+                    // reader can read. riw's sockets never receive such fragments.
+                    self.stopped = true;
+                    break;
+                }
+                while offset < pos + size && len != 0 && !self.stopped {
+                    // A fragment may span the pages of a compound page.
+                    let in_frag = frag_off + (offset - pos);
+                    let in_page = in_frag % PAGE_SIZE;
+                    let n = (pos + size - offset).min(len).min(PAGE_SIZE - in_page);
+                    // SAFETY: The fragment's bytes lie in the pages of its (compound)
+                    // page, from `page`, so page `in_frag / PAGE_SIZE` of it is one of
+                    // them; it stays mapped until the unmap below.
+                    let va =
+                        unsafe { bindings::riw_kmap_local_page(page.add(in_frag / PAGE_SIZE)) };
+                    // SAFETY: `n` bytes at `in_page` are in the mapped page (`n` is at most
+                    // the rest of the page) and in the fragment.
+                    let used = unsafe { self.run(va.cast::<u8>().add(in_page), n) };
+                    // SAFETY: Mapped above on this CPU; what the reader mapped meanwhile,
+                    // it unmapped.
+                    unsafe { bindings::riw_kunmap_local(va) };
+                    taken += used;
+                    offset += used;
+                    len -= used;
+                }
+            }
+            pos += size;
+            i += 1;
+        }
+        // SAFETY: As above: skb_has_frag_list().
+        if len != 0 && !self.stopped && !unsafe { (*shinfo).frag_list }.is_null() {
+            // SAFETY: The skb's fragment list begins at `pos`; the caller's guarantees
+            // hold for the rest of the skb.
+            taken += unsafe { self.frag_list(shinfo, offset, len, pos) };
+        }
+        taken
+    }
+
+    /// The rest of `skb`: the skbs of the fragment list of `shinfo`, which begins at `pos`.
+    ///
+    /// # Safety
+    ///
+    /// As for `skb`, of the skb whose shared info is `shinfo`.
+    #[inline(never)]
+    unsafe fn frag_list(
+        &mut self,
+        shinfo: *const bindings::skb_shared_info,
+        mut offset: usize,
+        mut len: usize,
+        mut pos: usize,
+    ) -> usize {
+        let mut taken = 0;
+        // SAFETY: The shared info of a live skb (skb_walk_frags()).
+        let mut iter = unsafe { (*shinfo).frag_list }.cast_const();
+        while !iter.is_null() && len != 0 && !self.stopped {
+            // SAFETY: A live skb of the list, which the skb holding it keeps.
+            let iter_len = unsafe { (*iter).len } as usize;
+            if offset < pos + iter_len {
+                // SAFETY: As above; it holds `iter_len` bytes from 0.
+                let used =
+                    unsafe { self.skb(iter, offset - pos, (pos + iter_len - offset).min(len)) };
+                taken += used;
+                offset += used;
+                len -= used;
+            }
+            pos += iter_len;
+            // SAFETY: As above: the next skb of the list, or NULL.
+            iter = unsafe { (*iter).__bindgen_anon_1.__bindgen_anon_1.next }.cast_const();
+        }
+        taken
     }
 }
 
@@ -270,6 +536,21 @@ impl RawSocket {
         unsafe { (*self.sock.as_ptr()).sk }
     }
 
+    /// The socket, as the kernel's own bindings (of its exported functions) name it.
+    fn as_kernel(&self) -> *mut kernel::bindings::socket {
+        self.sock.as_ptr().cast()
+    }
+
+    /// What riw's sockets have: no Nagle delay, and a local address reusable at once.
+    fn setup(&self) {
+        let sk = self.sk();
+        // SAFETY: A live TCP socket, set up in process context before any use.
+        unsafe {
+            bindings::riw_tcp_sock_set_nodelay(sk);
+            bindings::riw_sock_set_reuseaddr(sk);
+        }
+    }
+
     fn create(netdev: &NetDevice, family: i32) -> Result<Self> {
         let mut sock = core::ptr::null_mut();
         // SAFETY: `netdev` is alive; on success `sock` is a new socket we own.
@@ -279,21 +560,48 @@ impl RawSocket {
         }
         let sock = NonNull::new(sock).ok_or(ENOMEM)?;
         let this = Self { sock };
-        // SAFETY: A live TCP socket.
-        unsafe { bindings::riw_sock_setup(this.sock.as_ptr()) };
+        this.setup();
         Ok(this)
     }
 
     fn bind(&self, addr: &SocketAddr) -> Result {
         let mut ss = addr.to_storage();
-        // SAFETY: A live socket and a valid address of its family.
-        to_result(unsafe { bindings::riw_sock_bind(self.sock.as_ptr(), &mut ss) })
+        // SAFETY: A live socket and an address of its family, of the length given.
+        to_result(unsafe {
+            kernel::bindings::kernel_bind(
+                self.as_kernel(),
+                ptr::from_mut(&mut ss).cast(),
+                addr.storage_len(),
+            )
+        })
+    }
+
+    /// Starts connecting to `addr` without waiting (EINPROGRESS).
+    fn connect(&self, addr: &SocketAddr) -> Result {
+        let mut ss = addr.to_storage();
+        // SAFETY: As for `bind`.
+        to_result(unsafe {
+            kernel::bindings::kernel_connect(
+                self.as_kernel(),
+                ptr::from_mut(&mut ss).cast(),
+                addr.storage_len(),
+                kernel::bindings::O_NONBLOCK as c_int,
+            )
+        })
     }
 
     fn name(&self, peer: bool) -> Result<SocketAddr> {
         let mut ss = bindings::__kernel_sockaddr_storage::default();
-        // SAFETY: A live socket; `ss` is large enough for any address.
-        to_result(unsafe { bindings::riw_sock_name(self.sock.as_ptr(), &mut ss, peer) })?;
+        let addr = ptr::from_mut(&mut ss).cast();
+        // SAFETY: A live socket; `ss` is large enough for any address. Both return the
+        // address's length, or an error.
+        to_result(unsafe {
+            if peer {
+                kernel::bindings::kernel_getpeername(self.as_kernel(), addr)
+            } else {
+                kernel::bindings::kernel_getsockname(self.as_kernel(), addr)
+            }
+        })?;
         SocketAddr::from_storage(&ss)
     }
 
@@ -319,13 +627,41 @@ fn to_result(ret: core::ffi::c_int) -> Result {
     }
 }
 
-/// The callbacks a socket had before a handler was attached.
-#[derive(Default)]
-struct Saved(bindings::riw_sock_callbacks);
+/// A socket callback (`sk_data_ready`, `sk_state_change` or `sk_write_space`).
+type SockCallback = Option<unsafe extern "C" fn(sk: *mut bindings::sock)>;
+
+/// The socket callbacks a handler takes over.
+#[derive(Clone, Copy)]
+struct SockCallbacks {
+    data_ready: SockCallback,
+    state_change: SockCallback,
+    write_space: SockCallback,
+}
+
+impl SockCallbacks {
+    /// Makes `self` the callbacks of `sk`; returns those it had.
+    ///
+    /// # Safety
+    ///
+    /// `sk` is live, and the caller holds its `sk_callback_lock` for writing.
+    unsafe fn replace(&self, sk: *mut bindings::sock) -> Self {
+        // SAFETY: `sk` is live; the callback lock, which the caller holds, is what the
+        // socket layer asks of whoever changes the callbacks (TCP calls them without it,
+        // as it does those that the kernel's own users of sockets install).
+        unsafe {
+            Self {
+                data_ready: ptr::replace(&raw mut (*sk).sk_data_ready, self.data_ready),
+                state_change: ptr::replace(&raw mut (*sk).sk_state_change, self.state_change),
+                write_space: ptr::replace(&raw mut (*sk).sk_write_space, self.write_space),
+            }
+        }
+    }
+}
 
 /// A handler bound to a socket: the socket holds one reference to `H` in `sk_user_data`.
 struct Binding<H> {
-    saved: Saved,
+    /// The callbacks the socket had before.
+    saved: SockCallbacks,
     _handler: PhantomData<Arc<H>>,
 }
 
@@ -334,29 +670,50 @@ struct Binding<H> {
 struct Callbacks<H, const LISTENER: bool>(PhantomData<H>);
 
 impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
-    const TABLE: bindings::riw_sock_callbacks = bindings::riw_sock_callbacks {
+    const TABLE: SockCallbacks = SockCallbacks {
         data_ready: Some(Self::data_ready),
         state_change: Some(Self::state_change),
         write_space: Some(Self::write_space),
     };
 
     /// Runs `call` with the handler bound to `sk`, if any (and, for `LISTENER`, if `sk` is
-    /// listening), and whether this context holds the socket's lock (see
-    /// `riw_sock_callback_begin`); with `readable` not NULL, first stores there the bytes
-    /// the socket holds to read, if this context holds its lock.
+    /// listening), whether this context holds the socket's lock, and, with `readable` and
+    /// if this context holds the lock, the bytes the socket holds to read (else 0).
+    ///
+    /// Callbacks read `sk_user_data` under RCU rather than `sk_callback_lock`: they run
+    /// from softirq and from the socket's backlog processing, under socket locks, and
+    /// lockdep finds the callback lock taken there in an order the TCP stack's own use
+    /// conflicts with (`inet_csk_listen_stop` takes it under the socket spinlock).
     ///
     /// # Safety
     ///
-    /// Called by the socket layer on a live `sk`; `readable` is NULL or valid for a write.
+    /// Called by the socket layer on a live `sk`.
+    #[inline(always)]
     unsafe fn dispatch(
         sk: *mut bindings::sock,
-        readable: *mut usize,
-        call: impl FnOnce(&Arc<H>, bool),
+        readable: bool,
+        call: impl FnOnce(&Arc<H>, bool, usize),
     ) {
-        let mut locked = false;
-        // SAFETY: `sk` is live; `readable` is NULL or valid for a write; the RCU read
-        // section is entered here and left below.
-        let data = unsafe { bindings::riw_sock_callback_begin(sk, &mut locked, readable) };
+        // Whether this context holds the socket's lock: TCP calls the callbacks in softirq
+        // under the socket's spinlock when no task owns the socket
+        // (`sock_owned_by_user_nocheck`), and in the owning task itself when it processes
+        // the socket's backlog in `release_sock()`.
+        // SAFETY: `sk` is live; `owned` changes under the socket's spinlock, so it is
+        // read once.
+        let locked = unsafe { read_once(&raw const (*sk).sk_lock.owned) } == 0
+            // SAFETY: Plain call; it reads this CPU's preemption count.
+            || unsafe { bindings::riw_in_task() };
+        // For data-ready, what it may read: a call of its own was two more block lookups.
+        let readable = if readable && locked {
+            // SAFETY: A live TCP socket whose lock this context holds.
+            unsafe { bindings::riw_tcp_inq(sk) }.max(0) as usize
+        } else {
+            0
+        };
+        // SAFETY: Left below, in this function.
+        unsafe { bindings::riw_rcu_read_lock() };
+        // SAFETY: `sk` is live; in the RCU read section.
+        let data = unsafe { bindings::riw_sk_user_data_nocopy_rcu(sk) };
         // SAFETY: As above.
         let ours = !LISTENER || unsafe { bindings::riw_sock_state(sk) } == TCP_LISTEN;
         if !data.is_null() && ours {
@@ -365,17 +722,17 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
             // clearing it and a grace period, so after this section.
             let handler = unsafe { Arc::from_raw(data.cast::<H>()) };
             let handler = core::mem::ManuallyDrop::new(handler);
-            call(&handler, locked);
+            call(&handler, locked, readable);
         }
-        // SAFETY: Pairs with `riw_sock_callback_begin`.
-        unsafe { bindings::riw_sock_callback_end(sk) };
+        // SAFETY: Entered above, on this task.
+        unsafe { bindings::riw_rcu_read_unlock() };
     }
 
     unsafe extern "C" fn data_ready(sk: *mut bindings::sock) {
         if LISTENER {
             // SAFETY: Called by the socket layer on a live socket.
             return unsafe {
-                Self::dispatch(sk, core::ptr::null_mut(), |h, _| {
+                Self::dispatch(sk, false, |h, _, _| {
                     H::socket_event(h, SocketEvent::DataReady)
                 })
             };
@@ -386,10 +743,9 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
             sk,
             _locked: PhantomData,
         };
-        let mut readable = 0;
-        // SAFETY: As above; `readable` is a local, stored to before `call` runs.
+        // SAFETY: As above.
         unsafe {
-            Self::dispatch(sk, &mut readable, |h, is_locked| {
+            Self::dispatch(sk, true, |h, is_locked, readable| {
                 H::data_ready(h, is_locked.then_some((&locked, readable)))
             })
         }
@@ -398,7 +754,7 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     unsafe extern "C" fn state_change(sk: *mut bindings::sock) {
         // SAFETY: As above.
         unsafe {
-            Self::dispatch(sk, core::ptr::null_mut(), |h, _| {
+            Self::dispatch(sk, false, |h, _, _| {
                 H::socket_event(h, SocketEvent::StateChange)
             })
         }
@@ -407,7 +763,7 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     unsafe extern "C" fn write_space(sk: *mut bindings::sock) {
         // SAFETY: As above.
         unsafe {
-            Self::dispatch(sk, core::ptr::null_mut(), |h, _| {
+            Self::dispatch(sk, false, |h, _, _| {
                 H::socket_event(h, SocketEvent::WriteSpace)
             })
         }
@@ -416,16 +772,18 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
 
 impl<H: SocketHandler> Binding<H> {
     fn install<const LISTENER: bool>(sock: &RawSocket, handler: Arc<H>) -> Self {
-        let mut saved = Saved::default();
+        let sk = sock.sk();
         let data = Arc::into_raw(handler).cast_mut().cast::<c_void>();
-        // SAFETY: A live socket; the socket now holds the handler reference `data`.
-        unsafe {
-            bindings::riw_sock_install(
-                sock.sock.as_ptr(),
-                data,
-                &Callbacks::<H, LISTENER>::TABLE,
-                &mut saved.0,
-            )
+        // SAFETY: A live socket, whose callback lock is held for writing from here to the
+        // unlock; the socket now holds the handler reference `data`, published before the
+        // callbacks that read it. NOCOPY: connections a listener accepts do not inherit
+        // the pointer.
+        let saved = unsafe {
+            bindings::riw_write_lock_bh(&raw mut (*sk).sk_callback_lock);
+            bindings::riw_sk_user_data_set_nocopy(sk, data);
+            let saved = Callbacks::<H, LISTENER>::TABLE.replace(sk);
+            bindings::riw_write_unlock_bh(&raw mut (*sk).sk_callback_lock);
+            saved
         };
         Self {
             saved,
@@ -434,10 +792,22 @@ impl<H: SocketHandler> Binding<H> {
     }
 
     fn uninstall(self, sock: &RawSocket) {
-        // SAFETY: A live socket with our callbacks installed; this restores the old ones
-        // under the write lock and waits for running callbacks (RCU), so none of ours runs
-        // after it returns. May sleep: sockets are released in process context.
-        let data = unsafe { bindings::riw_sock_uninstall(sock.sock.as_ptr(), &self.saved.0) };
+        let sk = sock.sk();
+        // SAFETY: A live socket with our callbacks installed, whose callback lock is held
+        // for writing from here to the unlock: takes our pointer back and restores the
+        // callbacks it had before.
+        let data = unsafe {
+            bindings::riw_write_lock_bh(&raw mut (*sk).sk_callback_lock);
+            let data = bindings::riw_sk_user_data_nocopy_locked(sk);
+            bindings::riw_sk_user_data_clear(sk);
+            self.saved.replace(sk);
+            bindings::riw_write_unlock_bh(&raw mut (*sk).sk_callback_lock);
+            data
+        };
+        // Callbacks still running hold the pointer in an RCU read section: none of ours
+        // runs after this. It sleeps: sockets are released in process context.
+        // SAFETY: Plain call, in process context.
+        unsafe { kernel::bindings::synchronize_rcu() };
         if !data.is_null() {
             // SAFETY: The reference `install` stored, now back with us.
             drop(unsafe { Arc::from_raw(data.cast::<H>()) });
@@ -461,9 +831,75 @@ pub trait ZeroCopyOwner: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `zc` is a live `riw_zc` of which this object holds one reference.
+/// `zc` is a live `ZeroCopy`, from a `KBox`, of which this object holds one reference.
 pub struct ZeroCopyTicket {
-    zc: NonNull<bindings::riw_zc>,
+    zc: NonNull<ZeroCopy>,
+}
+
+/// What TCP sees of a zero-copy send, and whom to tell when it is done. TCP takes a page
+/// reference for every piece it is handed and a reference on `ubuf` for every skb holding
+/// such pieces; the ticket holds one more until it is dropped. The last reference dropped
+/// means TCP needs none of the pages any more (sent and acknowledged, or the connection
+/// gone): the owner hears of it, and this is freed.
+///
+/// Only the fields TCP does not change are ever read through a shared reference: `ubuf`
+/// is reached through raw pointers.
+#[repr(C)]
+struct ZeroCopy {
+    /// First: the `ubuf_info` TCP holds is at the address of the whole.
+    ubuf: kernel::bindings::ubuf_info,
+    released: unsafe fn(owner: *mut c_void, token: u64, copied: bool),
+    owner: *mut c_void,
+    token: u64,
+    /// Some skb's pieces were copied on their way (delivery to a local socket does).
+    copied: AtomicBool,
+}
+
+/// TCP's callback for riw's `ubuf_info`s.
+static ZERO_COPY_OPS: kernel::bindings::ubuf_info_ops = kernel::bindings::ubuf_info_ops {
+    complete: Some(zero_copy_complete),
+    link_skb: None,
+};
+
+/// Drops one reference of a `ZeroCopy` (`ubuf_info_ops.complete`, also what
+/// `net_zcopy_put()` calls); `success` false if the pieces of an skb were copied. The last
+/// reference frees it and tells its owner.
+///
+/// # Safety
+///
+/// `uarg` is the `ubuf` of a live `ZeroCopy`, and the caller gives up one reference of it.
+unsafe extern "C" fn zero_copy_complete(
+    _skb: *mut kernel::bindings::sk_buff,
+    uarg: *mut kernel::bindings::ubuf_info,
+    success: bool,
+) {
+    // `ubuf` is the first field of a `repr(C)` struct.
+    let zc = uarg.cast::<ZeroCopy>();
+    // SAFETY: A live `ZeroCopy` (the caller's guarantee), whose other fields TCP does not
+    // touch; ours stays until our reference is dropped, below.
+    let (released, owner, token, copied) =
+        unsafe { ((*zc).released, (*zc).owner, (*zc).token, &(*zc).copied) };
+    if !success {
+        copied.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: The caller's reference, dropped once; the count is TCP's as well, changed
+    // only atomically.
+    if !unsafe { kernel::bindings::refcount_dec_and_test(&raw mut (*zc).ubuf.refcnt) } {
+        return;
+    }
+    // The last one: every store to `copied` came before its reference was dropped, and
+    // the count orders the drops before this.
+    let copied = copied.load(Ordering::Relaxed);
+    // SAFETY: The `KBox` that `ZeroCopyTicket::new` leaked; no reference is left.
+    drop(unsafe { KBox::from_raw(zc) });
+    // workqueue::release::exit() waits for this section before the module goes.
+    // SAFETY: Left below, in this function.
+    unsafe { bindings::riw_rcu_read_lock() };
+    // SAFETY: `owner` is what `ZeroCopyTicket::new` passed `released` with, handed back
+    // once: this runs once, for the last reference.
+    unsafe { released(owner, token, copied) };
+    // SAFETY: Entered above.
+    unsafe { bindings::riw_rcu_read_unlock() };
 }
 
 // SAFETY: The reference count is atomic and the release may run on any thread (the owner
@@ -475,26 +911,49 @@ unsafe impl Sync for ZeroCopyTicket {}
 impl ZeroCopyTicket {
     /// A ticket that will call `O::released(owner, token)`.
     pub fn new<O: ZeroCopyOwner>(owner: Arc<O>, token: u64) -> Result<Self> {
-        let raw = Arc::into_raw(owner).cast_mut().cast::<c_void>();
-        // SAFETY: `released::<O>` matches the callback type; `raw` stays valid until it
-        // runs, which takes it back.
-        let zc = unsafe { bindings::riw_zc_new(Some(released::<O>), raw, token) };
-        match NonNull::new(zc) {
-            Some(zc) => Ok(Self { zc }),
-            None => {
-                // SAFETY: `raw` from `Arc::into_raw` above, not handed to anyone.
-                drop(unsafe { Arc::from_raw(raw.cast::<O>()) });
-                Err(ENOMEM)
+        let owner = Arc::into_raw(owner).cast_mut().cast::<c_void>();
+        let zc = KBox::new(
+            ZeroCopy {
+                ubuf: kernel::bindings::ubuf_info {
+                    ops: &ZERO_COPY_OPS,
+                    // The ticket's reference.
+                    refcnt: kernel::bindings::refcount_t {
+                        refs: kernel::bindings::atomic_t { counter: 1 },
+                    },
+                    flags: ZC_FLAGS,
+                },
+                released: released::<O>,
+                owner,
+                token,
+                copied: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        );
+        match zc {
+            // INVARIANT: From a `KBox`, with the one reference this ticket holds.
+            Ok(zc) => Ok(Self {
+                zc: NonNull::from(KBox::leak(zc)),
+            }),
+            Err(e) => {
+                // SAFETY: `owner` from `Arc::into_raw` above, handed to no one.
+                drop(unsafe { Arc::from_raw(owner.cast::<O>()) });
+                Err(e.into())
             }
         }
+    }
+
+    /// The `ubuf_info` TCP takes references of.
+    fn ubuf(&self) -> *mut kernel::bindings::ubuf_info {
+        // SAFETY: A live `ZeroCopy` (type invariant); only its address is taken.
+        unsafe { &raw mut (*self.zc.as_ptr()).ubuf }
     }
 }
 
 impl Drop for ZeroCopyTicket {
     fn drop(&mut self) {
-        // SAFETY: Our reference (type invariant), dropped once; the last one calls the
-        // owner, here or wherever TCP frees the last skb.
-        unsafe { bindings::riw_zc_put(self.zc.as_ptr()) };
+        // SAFETY: Our reference (type invariant), dropped once, as `net_zcopy_put()`
+        // drops it; the last one calls the owner, here or wherever TCP frees the last skb.
+        unsafe { zero_copy_complete(ptr::null_mut(), self.ubuf(), true) };
     }
 }
 
@@ -503,7 +962,7 @@ impl Drop for ZeroCopyTicket {
 /// # Safety
 ///
 /// `owner` is the reference `ZeroCopyTicket::new` made with `Arc::into_raw`, passed once.
-unsafe extern "C" fn released<O: ZeroCopyOwner>(owner: *mut c_void, token: u64, copied: bool) {
+unsafe fn released<O: ZeroCopyOwner>(owner: *mut c_void, token: u64, copied: bool) {
     // SAFETY: See the function's safety section: the reference comes back to us here.
     let owner = unsafe { Arc::from_raw(owner.cast::<O>()) };
     O::released(owner, token, copied);
@@ -539,13 +998,10 @@ impl<H: SocketHandler> TcpStream<H> {
             binding: None,
         };
         this.attach(handler);
-        let mut ss = remote.to_storage();
-        // SAFETY: A live socket and an address of its family.
-        let ret = unsafe { bindings::riw_sock_connect(this.sock.sock.as_ptr(), &mut ss) };
-        if ret < 0 && ret != -(bindings::EINPROGRESS as i32) {
-            return Err(Error::from_errno(ret));
+        match this.sock.connect(remote) {
+            Err(e) if e.to_errno() != -(bindings::EINPROGRESS as i32) => Err(e),
+            _ => Ok(this),
         }
-        Ok(this)
     }
 
     /// Binds `handler` to the socket's callbacks (replacing any previous one).
@@ -568,7 +1024,7 @@ impl<H: SocketHandler> TcpStream<H> {
     /// Takes the socket's pending error (as `sock_error`), if any.
     pub fn take_error(&self) -> Option<Error> {
         // SAFETY: A live socket.
-        let ret = unsafe { bindings::riw_sock_error(self.sock.sock.as_ptr()) };
+        let ret = unsafe { bindings::riw_sock_error(self.sock.sk()) };
         (ret != 0).then(|| Error::from_errno(ret))
     }
 
@@ -589,14 +1045,39 @@ impl<H: SocketHandler> TcpStream<H> {
     /// Sends what fits of `buf` without blocking; `more`: more data follows at once.
     /// Returns the bytes taken (EAGAIN if none fit).
     pub fn send(&self, buf: &[u8], more: bool) -> Result<usize> {
-        // SAFETY: A live socket; `buf` is valid for reads of its length.
-        let ret = unsafe {
-            bindings::riw_sock_send(
-                self.sock.sock.as_ptr(),
-                buf.as_ptr().cast(),
+        let mut msg = kernel::bindings::msghdr {
+            msg_flags: MSG_DONTWAIT | MSG_NOSIGNAL | if more { MSG_MORE } else { 0 },
+            ..Default::default()
+        };
+        let iov = kernel::bindings::kvec {
+            iov_base: buf.as_ptr().cast_mut().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: `iov` names `buf`, which TCP only reads (a source), and outlives `msg`.
+        unsafe {
+            kernel::bindings::iov_iter_kvec(
+                &mut msg.msg_iter,
+                kernel::bindings::ITER_SOURCE,
+                &iov,
+                1,
                 buf.len(),
-                more,
             )
+        };
+        let sock = self.sock.sock.as_ptr();
+        // What `tcp_sendmsg()` does, without the socket layer's calls above it (60 of the
+        // 150 instructions from here to TCP, for every FPDU): the socket is a kernel TCP
+        // socket of ours, which no LSM policy governs.
+        // SAFETY: A live TCP socket, locked around the send as `tcp_sendmsg_locked()`
+        // asks, on this task; `msg` is a source of `buf.len()` bytes.
+        let ret = unsafe {
+            bindings::riw_sock_lock(sock);
+            let ret = bindings::riw_tcp_sendmsg_locked(
+                self.sock.sk(),
+                ptr::from_mut(&mut msg).cast(),
+                buf.len(),
+            );
+            bindings::riw_sock_unlock(sock);
+            ret
         };
         if ret < 0 {
             return Err(Error::from_errno(ret));
@@ -605,41 +1086,105 @@ impl<H: SocketHandler> TcpStream<H> {
     }
 
     /// Hands `len` bytes at `offset` of pinned user memory to TCP without copying them and
-    /// without blocking; returns how many it took (EAGAIN if none). TCP keeps references
-    /// to the pages until it no longer needs them, and `ticket` hears when that is.
+    /// without blocking; returns how many it took (fewer if it is full; EAGAIN if none).
+    /// TCP keeps references to the pages until it no longer needs them, and `ticket` hears
+    /// when that is.
     pub fn send_user_memory(
         &self,
         mem: &UserMemory,
-        offset: usize,
-        len: usize,
+        mut offset: usize,
+        mut len: usize,
         ticket: &ZeroCopyTicket,
         more: bool,
     ) -> Result<usize> {
-        // SAFETY: A live socket, a live umem (the C side checks the range against it) and
-        // a ticket we hold a reference of for the call; TCP takes its own references on
-        // the pages and on the ticket for the skbs that keep them.
-        let ret = unsafe {
-            bindings::riw_sock_send_umem(
-                self.sock.sock.as_ptr(),
-                mem.as_raw(),
-                offset,
-                len,
-                ticket.zc.as_ptr(),
-                more,
-            )
-        };
-        if ret < 0 {
-            return Err(Error::from_errno(ret as i32));
+        // Pieces of pinned memory per sendmsg call; an FPDU's payload rarely spans more.
+        const PIECES: usize = 16;
+        let length = mem.len();
+        if offset > length || len > length - offset {
+            return Err(EINVAL);
         }
-        Ok(ret as usize)
+        let mut pieces = [const { MaybeUninit::<kernel::bindings::bio_vec>::uninit() }; PIECES];
+        let mut sent = 0;
+        while len != 0 {
+            let mut msg = kernel::bindings::msghdr {
+                msg_flags: MSG_DONTWAIT | MSG_NOSIGNAL | MSG_ZEROCOPY,
+                msg_ubuf: ticket.ubuf(),
+                ..Default::default()
+            };
+            let (mut count, mut bytes) = (0, 0);
+            while count < PIECES && bytes < len {
+                // `offset + bytes` is within the region (checked above, and `bytes`
+                // stays below the `len` checked there).
+                let Some((page, in_page, n)) = mem.page_piece(offset + bytes, len - bytes) else {
+                    // The range is inside the region, whose table is whole: a bug.
+                    // SAFETY: Warns, once.
+                    unsafe { bindings::riw_warn_on_once(true) };
+                    return if sent != 0 { Ok(sent) } else { Err(EFAULT) };
+                };
+                // bvec_set_page(): `n` bytes from `in_page`, within the page.
+                pieces[count].write(kernel::bindings::bio_vec {
+                    bv_page: page.as_ptr().cast(),
+                    bv_len: n as c_uint,
+                    bv_offset: in_page as c_uint,
+                });
+                count += 1;
+                bytes += n;
+            }
+            if more || bytes < len {
+                msg.msg_flags |= MSG_MORE;
+            }
+            // SAFETY: The first `count` pieces are written, `bytes` bytes in all, of pinned
+            // pages that the umem keeps while TCP takes its own references; TCP reads them
+            // (a source), and `pieces` outlives `msg`.
+            unsafe {
+                kernel::bindings::iov_iter_bvec(
+                    &mut msg.msg_iter,
+                    kernel::bindings::ITER_SOURCE,
+                    pieces.as_ptr().cast(),
+                    count as _,
+                    bytes,
+                )
+            };
+            // SAFETY: A live socket; `msg` is a zero-copy source whose `ubuf_info` the
+            // ticket keeps alive for the call (TCP takes a reference for each skb that
+            // keeps pages of it).
+            let ret = unsafe { kernel::bindings::sock_sendmsg(self.sock.as_kernel(), &mut msg) };
+            if ret < 0 {
+                return if sent != 0 {
+                    Ok(sent)
+                } else {
+                    Err(Error::from_errno(ret))
+                };
+            }
+            let ret = ret as usize;
+            sent += ret;
+            offset += ret;
+            len -= ret;
+            if ret < bytes {
+                break;
+            }
+        }
+        Ok(sent)
     }
 
     /// Receives what is there, up to `buf.len()` bytes, without blocking: 0 at end of
     /// stream, EAGAIN if nothing is there yet.
     pub fn recv(&self, buf: &mut [u8]) -> Result<usize> {
-        // SAFETY: A live socket; `buf` is valid for writes of its length.
+        let mut msg = kernel::bindings::msghdr::default();
+        let mut iov = kernel::bindings::kvec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: A live socket; `iov` names `buf`, valid for writes of its length.
         let ret = unsafe {
-            bindings::riw_sock_recv(self.sock.sock.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+            kernel::bindings::kernel_recvmsg(
+                self.sock.as_kernel(),
+                &mut msg,
+                &mut iov,
+                1,
+                buf.len(),
+                MSG_DONTWAIT as c_int,
+            )
         };
         if ret < 0 {
             return Err(Error::from_errno(ret));
@@ -651,8 +1196,8 @@ impl<H: SocketHandler> TcpStream<H> {
     /// taken without the socket's lock (as `poll` does): what arrives after it raises the
     /// socket's callbacks.
     pub fn nothing_to_read(&self) -> bool {
-        // SAFETY: A live socket; the helper reads its fields with READ_ONCE only.
-        unsafe { bindings::riw_sock_nothing_to_read(self.sock.sk()) }
+        // SAFETY: A live TCP socket.
+        unsafe { nothing_to_read(self.sock.sk()) }
     }
 
     /// Runs `f` with the socket locked (`lock_sock`); `f` must not use the socket other
@@ -716,23 +1261,28 @@ impl<H: SocketHandler> TcpListener<H> {
         sock.bind(addr)?;
         let binding = Some(Binding::install::<true>(&sock, handler));
         let this = Self { sock, binding };
-        let backlog = core::ffi::c_int::try_from(backlog).unwrap_or(core::ffi::c_int::MAX);
+        let backlog = c_int::try_from(backlog).unwrap_or(c_int::MAX);
         // SAFETY: A live, bound socket.
-        to_result(unsafe { bindings::riw_sock_listen(this.sock.sock.as_ptr(), backlog) })?;
+        to_result(unsafe { kernel::bindings::kernel_listen(this.sock.as_kernel(), backlog) })?;
         Ok(this)
     }
 
     /// Takes the next connection waiting, if any (EAGAIN if none). Its callbacks are the
     /// listener's, which ignore it, until `attach` gives it a handler of its own.
     pub fn accept<S: SocketHandler>(&self) -> Result<TcpStream<S>> {
-        let mut new = core::ptr::null_mut();
+        let mut new = ptr::null_mut();
         // SAFETY: A live listening socket; on success `new` is a socket we own.
-        to_result(unsafe { bindings::riw_sock_accept(self.sock.sock.as_ptr(), &mut new) })?;
+        to_result(unsafe {
+            kernel::bindings::kernel_accept(
+                self.sock.as_kernel(),
+                &mut new,
+                kernel::bindings::O_NONBLOCK as c_int,
+            )
+        })?;
         let sock = RawSocket {
-            sock: NonNull::new(new).ok_or(EINVAL)?,
+            sock: NonNull::new(new.cast()).ok_or(EINVAL)?,
         };
-        // SAFETY: A live TCP socket.
-        unsafe { bindings::riw_sock_setup(sock.sock.as_ptr()) };
+        sock.setup();
         Ok(TcpStream {
             sock,
             binding: None,
@@ -752,24 +1302,4 @@ impl<H: SocketHandler> Drop for TcpListener<H> {
 pub fn ratelimit() -> bool {
     // SAFETY: Plain call; the state is global to the networking core.
     unsafe { bindings::net_ratelimit() != 0 }
-}
-
-/// Hands one run of bytes of `riw_sock_read_locked` to the reader of
-/// `LockedSocket::read_in_place`, of type `F`.
-///
-/// # Safety
-///
-/// `ctx` is the `read_in_place` reader's pointer, for its call; `data` is valid for reads
-/// of `len` bytes until this returns.
-unsafe extern "C" fn read_chunk<F: FnMut(&[u8]) -> usize>(
-    ctx: *mut c_void,
-    data: *const u8,
-    len: usize,
-) -> usize {
-    // SAFETY: The caller passes `read_in_place`'s pointer to its live reader of type `F`.
-    let reader = unsafe { &mut *ctx.cast::<F>() };
-    // SAFETY: The caller guarantees `data` is valid for `len` bytes for this call; the
-    // reader borrows the slice only for its own call.
-    let chunk = unsafe { core::slice::from_raw_parts(data, len) };
-    reader(chunk).min(len)
 }

@@ -329,7 +329,7 @@ pub mod release {
 
     /// Runs the releases still queued and tears the queue down. A zero-copy release
     /// callback may still be on its way out of this module's code (its RCU read section,
-    /// rust/helpers.c): this waits for it too.
+    /// in rust/socket.rs): this waits for it too.
     ///
     /// # Safety
     ///

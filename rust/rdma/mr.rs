@@ -50,9 +50,9 @@ pub mod access {
 ///
 /// # Invariants
 ///
-/// `mem` is from [`KBox::into_raw`], owned by this object: `table.umem` is a live umem
-/// from `ib_umem_get()` of `table.npages` pages, and `pages` holds each of them in order
-/// (`table.pages` its buffer); `release` is initialised with [`release_work`].
+/// `mem` is from [`KBox::into_raw`], owned by this object: `umem` is a live umem from
+/// `ib_umem_get()`, and `pages` holds each of its pages in order; `release` is initialised
+/// with [`release_work`].
 pub struct UserMemory {
     mem: NonNull<Pinned>,
 }
@@ -60,9 +60,10 @@ pub struct UserMemory {
 /// What a [`UserMemory`] owns, in one allocation.
 #[repr(C)]
 struct Pinned {
-    /// The region's page table as C reads it (`riw_sock_send_umem()`).
-    table: bindings::riw_umem,
+    umem: *mut bindings::ib_umem,
+    /// Each pinned page, in order; byte 0 of the region is at `first` in `pages[0]`.
     pages: KVVec<*mut bindings::page>,
+    first: u32,
     /// `ib_umem_release()` may sleep, and the data path can drop the last reference to a
     /// region where it must not (in softirq, under a _bh spinlock): the release then goes
     /// to this work item, prepared with the region so that it cannot fail later.
@@ -84,7 +85,7 @@ unsafe fn release_now(mem: *mut Pinned) {
     // SAFETY: By the function's contract, the allocation and its umem are ours.
     let mem = unsafe { KBox::from_raw(mem) };
     // SAFETY: A live umem, released once; the context may sleep.
-    unsafe { bindings::ib_umem_release(mem.table.umem) };
+    unsafe { bindings::ib_umem_release(mem.umem) };
 }
 
 /// The release of a region dropped where it could not sleep.
@@ -120,15 +121,10 @@ impl UserMemory {
             bindings::ib_umem_get(dev.as_raw(), addr as _, len, access as c_int)
         })?;
         let pinned = Self::table(umem).and_then(|(first, pages)| {
-            let table = bindings::riw_umem {
-                umem,
-                pages: core::ptr::null_mut(),
-                npages: pages.len() as _,
-                first,
-            };
             let pinned = Pinned {
-                table,
+                umem,
                 pages,
+                first,
                 release: Opaque::uninit(),
             };
             Ok(KBox::into_raw(KBox::new(pinned, GFP_KERNEL)?))
@@ -141,12 +137,8 @@ impl UserMemory {
                 return Err(e);
             }
         };
-        // SAFETY: A fresh allocation, which does not move until it is freed; the page
-        // buffer moved with the vector, not in memory.
-        unsafe {
-            (*mem).table.pages = (*mem).pages.as_mut_ptr();
-            bindings::riw_init_work((*mem).release.get(), Some(release_work));
-        }
+        // SAFETY: A fresh allocation, which does not move until it is freed.
+        unsafe { bindings::riw_init_work((*mem).release.get(), Some(release_work)) };
         Ok(Self {
             // SAFETY: From `KBox::into_raw`, not NULL.
             mem: unsafe { NonNull::new_unchecked(mem) },
@@ -194,7 +186,7 @@ impl UserMemory {
     #[inline]
     pub fn len(&self) -> usize {
         // SAFETY: A live umem (type invariant).
-        unsafe { (*self.mem.as_ref().table.umem).length }
+        unsafe { (*self.mem.as_ref().umem).length }
     }
 
     /// The page holding byte `offset` of the region, the offset of that byte in it, and
@@ -208,7 +200,7 @@ impl UserMemory {
     ) -> Option<(NonNull<bindings::page>, usize, usize)> {
         // SAFETY: Ours (type invariant), not modified after creation.
         let mem = unsafe { self.mem.as_ref() };
-        let pos = offset.checked_add(mem.table.first as usize)?;
+        let pos = offset.checked_add(mem.first as usize)?;
         let page = NonNull::new(*mem.pages.get(pos >> PAGE_SHIFT)?)?;
         let in_page = pos & !PAGE_MASK;
         Some((page, in_page, len.min(PAGE_SIZE - in_page)))
@@ -263,12 +255,6 @@ impl UserMemory {
             crc = unsafe { bindings::crc32c(crc, piece.cast(), n as c_uint) };
         })?;
         Ok(crc)
-    }
-
-    /// The region's page table, for the socket layer's zero-copy sends.
-    pub(in crate::kernel_ext) fn as_raw(&self) -> *mut bindings::riw_umem {
-        // SAFETY: Ours (type invariant); C only reads it.
-        unsafe { core::ptr::addr_of_mut!((*self.mem.as_ptr()).table) }
     }
 
     /// Copies `src` to `offset` of the region.
