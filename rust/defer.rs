@@ -63,10 +63,10 @@ impl<T: Send + Sync> DeferKey<T> {
     ) {
         let mut scope = MaybeUninit::<bindings::riw_defer_scope>::uninit();
         let raw = scope.as_mut_ptr();
-        // SAFETY: `raw` is valid for writes and stays in place (it is not moved) until
-        // the loop below ends, which is only once a take found the scope empty and closed
-        // it, as rust/defer.c requires; nothing between can return early (the kernel does
-        // not unwind).
+        // Nothing between the begin and the loop's end can return early: the kernel does
+        // not unwind.
+        // SAFETY: `raw` is valid for writes and stays in place until the loop below ends,
+        // once a take found the scope empty and closed it, as rust/defer.c requires.
         unsafe { bindings::riw_defer_begin(raw, self.id()) };
         body();
         let take = || {

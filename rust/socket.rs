@@ -289,10 +289,10 @@ impl LockedSocket<'_> {
             },
             ..Default::default()
         };
-        // SAFETY: A live TCP socket, locked as `tcp_read_sock` asks (type invariant);
         // `desc` carries `reader`, alive and not otherwise used during the call, which is
         // the only time `read_actor::<F>` runs with it.
         let mut ret =
+            // SAFETY: A live TCP socket, locked as `tcp_read_sock` asks (type invariant).
             unsafe { bindings::riw_tcp_read_sock(self.sk, &mut desc, Some(read_actor::<F>)) };
         // Nothing taken and the reader did not stop it: empty, at its end, or failed.
         if ret == 0 && desc.count != 0 {
@@ -458,10 +458,10 @@ impl<F: FnMut(&[u8]) -> usize> SkbWalk<'_, F> {
                     let in_frag = frag_off + (offset - pos);
                     let in_page = in_frag % PAGE_SIZE;
                     let n = (pos + size - offset).min(len).min(PAGE_SIZE - in_page);
-                    // SAFETY: The fragment's bytes lie in the pages of its (compound)
-                    // page, from `page`, so page `in_frag / PAGE_SIZE` of it is one of
-                    // them; it stays mapped until the unmap below.
+                    // The fragment's bytes lie in the pages of its (compound) page, from
+                    // `page`; it stays mapped until the unmap below.
                     let va =
+                        // SAFETY: Page `in_frag / PAGE_SIZE` of `page` is one of them.
                         unsafe { bindings::riw_kmap_local_page(page.add(in_frag / PAGE_SIZE)) };
                     // SAFETY: `n` bytes at `in_page` are in the mapped page (`n` is at most
                     // the rest of the page) and in the fragment.
@@ -774,10 +774,9 @@ impl<H: SocketHandler> Binding<H> {
     fn install<const LISTENER: bool>(sock: &RawSocket, handler: Arc<H>) -> Self {
         let sk = sock.sk();
         let data = Arc::into_raw(handler).cast_mut().cast::<c_void>();
-        // SAFETY: A live socket, whose callback lock is held for writing from here to the
-        // unlock; the socket now holds the handler reference `data`, published before the
-        // callbacks that read it. NOCOPY: connections a listener accepts do not inherit
-        // the pointer.
+        // NOCOPY: connections a listener accepts do not inherit the pointer.
+        // SAFETY: A live socket, its callback lock held for writing to the unlock; the
+        // socket now holds the handler reference `data`, published before the callbacks.
         let saved = unsafe {
             bindings::riw_write_lock_bh(&raw mut (*sk).sk_callback_lock);
             bindings::riw_sk_user_data_set_nocopy(sk, data);

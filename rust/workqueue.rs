@@ -164,13 +164,13 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
             .dw
             .get()
             .cast::<kernel::bindings::delayed_work>();
-        // SAFETY: A live queue and an initialised item (the same C type in both bindings);
-        // a pending item already owns a reference, so ours goes back if it was pending.
         // Queued, it runs as soon as it can; pending, it was either queued already (left
         // as it is, where mod_delayed_work() would take it off the list and queue it
         // again, at a cost that showed in profiles of every bulk transfer) or waiting on
         // its timer (brought forward). A pending run starts after this and sees what the
         // caller did before.
+        // SAFETY: A live queue and an initialised item (the same C type in both bindings);
+        // a pending item already owns a reference, so ours goes back if it was pending.
         let was_pending = unsafe {
             if kernel::bindings::queue_delayed_work_on(cpu, queue.as_kernel(), dw, 0) {
                 false
