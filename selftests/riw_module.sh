@@ -3,12 +3,13 @@
 #
 # riw.ko loads and unloads cleanly, repeatedly, with and without siw beside it; "rdma link
 # add ... type riw" autoloads it; rmmod removes the devices it still has; a device goes away
-# (link delete, rmmod) even while a process holds it with mapped rings.
+# (link delete, rmmod) even while a process holds it with mapped rings; rmmod waits for
+# an unregistration its netdev queued.
 set -eu
 . "$(dirname "$0")/lib.sh"
 
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 12
 
 riw_defer modprobe -r riw
 riw_defer modprobe -r siw
@@ -37,6 +38,21 @@ ip netns exec "$RIW_NS1" rdma link add riw1 type riw netdev "$RIW_DEV1"
 riw_check "rmmod riw with two devices present" 60 modprobe -r riw
 no_riw_device() { ! rdma link show | grep -q riw; }
 riw_result "rmmod removed every riw device" no_riw_device
+
+# A netdev that goes away unregisters its device from a work item; rmmod right after it
+# must wait for that work to leave riw's code.
+queued_then_rmmod() {
+	for _ in $(seq 10); do
+		modprobe riw || return 1
+		ip link add riwq0 type veth peer name riwq1 || return 1
+		rdma link add riwq type riw netdev riwq0 || return 1
+		ip link del riwq0
+		modprobe -r riw || return 1
+	done
+}
+riw_check "rmmod riw right after its netdev went away, 10 times" 120 \
+	bash -c "$(declare -f queued_then_rmmod); queued_then_rmmod"
+riw_result "no riw device left behind" no_riw_device
 
 # A process holding objects of every type (and their rings mapped) must not pin the device
 # or the module: the core disassociates it, its later calls fail with EIO.

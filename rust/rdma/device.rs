@@ -525,7 +525,6 @@ impl<T: DeviceOps> Device<T> {
     }
 
     unsafe extern "C" fn dealloc_driver_callback(ib: *mut bindings::ib_device) {
-        driver::untrack_device::<T>(ib);
         // SAFETY: The core calls this once, last, for a device set up by `register`, whose
         // `data` was initialised before the ops (and so this callback) were installed. Its
         // QPs are all destroyed, so the table is empty.
@@ -533,6 +532,8 @@ impl<T: DeviceOps> Device<T> {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Self>()).data));
             bindings::xa_destroy((*ib.cast::<Self>()).qps.get());
         }
+        // Last: the driver may unload once all its devices are marked and fenced.
+        driver::device_deallocated::<T>(ib);
     }
 
     /// Records `qp` under its number.

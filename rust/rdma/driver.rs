@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::error::from_result;
 use kernel::prelude::*;
-use kernel::sync::{new_condvar, new_mutex, new_spinlock, CondVar, Mutex, SpinLock};
+use kernel::sync::{new_mutex, new_spinlock, Mutex, SpinLock};
 use kernel::types::Opaque;
 
 /// The registered [`Driver`] of this module. The C callbacks of rdma link types and
@@ -19,12 +19,18 @@ use kernel::types::Opaque;
 /// at most one per module.
 static DRIVER: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 
-/// A registered `struct ib_device`, tracked so that module unload can remove it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct DevicePtr(*mut bindings::ib_device);
+/// A device of this driver, from just before its registration until the driver has
+/// fenced its unregistration. The entry holds a reference on the device's
+/// `struct device`, so the `ib_device` stays in memory while it is tracked.
+struct Tracked {
+    dev: *mut bindings::ib_device,
+    /// Its `dealloc_driver` has run: only the fence is left.
+    deallocated: bool,
+}
 
-// SAFETY: Only an address; whoever dereferences it proves the device alive.
-unsafe impl Send for DevicePtr {}
+// SAFETY: Only an address and a flag; whoever dereferences the address proves the device
+// alive.
+unsafe impl Send for Tracked {}
 
 /// An RDMA driver: creates devices of type `T` on `rdma link add` and removes them all
 /// when dropped.
@@ -32,20 +38,22 @@ unsafe impl Send for DevicePtr {}
 /// # Invariants
 ///
 /// While a `Driver<T>` exists, [`DRIVER`] points at it, its link type and notifier are
-/// registered, and `devices` holds every device of `T` between its registration and its
-/// `dealloc_driver`.
+/// registered, and `devices` holds every device of `T` from before its registration until
+/// the driver has fenced its unregistration, with a reference on its `struct device`.
+///
+/// The fence is `ib_unregister_device()`: it takes the device's unregistration lock,
+/// which the core holds around `dealloc_driver`. Once it returns, no thread is in this
+/// module's code for that device any more, even one that was just leaving
+/// `dealloc_driver`; so the module may go once every device is fenced.
 #[pin_data(PinnedDrop)]
 pub struct Driver<T: DeviceOps> {
     #[pin]
     link_ops: Opaque<bindings::rdma_link_ops>,
     #[pin]
     netdev_notifier: Opaque<bindings::notifier_block>,
-    /// A spinlock, not a mutex: unload frees it as soon as the last device is gone, and a
-    /// mutex may still be touched by its unlocker after another thread acquired it.
+    /// Held briefly, never across a sleep.
     #[pin]
-    devices: SpinLock<KVec<DevicePtr>>,
-    #[pin]
-    devices_gone: CondVar,
+    devices: SpinLock<KVec<Tracked>>,
     /// Serialises `rdma link add`, so that two cannot bind the same netdev.
     #[pin]
     newlink_lock: Mutex<()>,
@@ -85,7 +93,6 @@ impl<T: DeviceOps> Driver<T> {
                     }
                 }),
                 devices <- new_spinlock!(KVec::new(), "riw_devices"),
-                devices_gone <- new_condvar!("riw_devices_gone"),
                 newlink_lock <- new_mutex!((), "riw_newlink"),
                 module,
                 _ops: PhantomData,
@@ -146,6 +153,7 @@ impl<T: DeviceOps> Driver<T> {
             // SAFETY: The netlink handler holds a reference on `ndev` during the call.
             let netdev = unsafe { NetDevice::from_raw(ndev) };
             let _guard = driver.newlink_lock.lock();
+            driver.fence_deallocated_devices();
             // The core would refuse a taken name too, but with ENFILE.
             // SAFETY: `name` is the NUL-terminated name from netlink; a found device comes
             // with a reference.
@@ -187,26 +195,47 @@ impl<T: DeviceOps> Driver<T> {
         bindings::NOTIFY_DONE as c_int
     }
 
-    /// Removes every device of this driver, including those someone else is removing.
-    fn unregister_all_devices(&self) {
-        loop {
-            // One at a time: the unregistration sleeps, the lock must not be held.
-            let next = self.devices.lock().iter().copied().find(|dev| {
-                // SAFETY: Tracked devices are alive until their `dealloc_driver`, which
-                // untracks them under this lock. A device already being unregistered
-                // has no references left to take.
-                unsafe { bindings::riw_ib_device_try_get(dev.0) }
-            });
-            let Some(dev) = next else { break };
-            // SAFETY: We hold a reference, which this call consumes; `dealloc_driver` is
-            // set, as the function requires. The core fences concurrent unregistrations.
-            unsafe { bindings::ib_unregister_device_and_put(dev.0) };
-        }
-        // The rest are being unregistered by someone else (siw's module exit, a queued
-        // netdev removal): wait for their `dealloc_driver`.
+    /// Takes a device out of the set: a deallocated one, or with `all`, any.
+    fn take_device(&self, all: bool) -> Option<*mut bindings::ib_device> {
         let mut devices = self.devices.lock();
-        while !devices.is_empty() {
-            self.devices_gone.wait(&mut devices);
+        let i = devices.iter().position(|d| all || d.deallocated)?;
+        let slice = devices.as_mut_slice();
+        let last = slice.len() - 1;
+        slice.swap(i, last);
+        let dev = slice[last].dev;
+        // SAFETY: Shrinks by one; the dropped entry holds only plain data.
+        unsafe { devices.set_len(last) };
+        Some(dev)
+    }
+
+    /// Fences the unregistration of a device taken from the set and drops its reference.
+    /// Unregisters the device first if no one has yet.
+    fn fence_and_put(dev: *mut bindings::ib_device) {
+        // SAFETY: The set's reference keeps `dev` in memory, and the reference is ours now.
+        // `ib_unregister_device()` unregisters a registered device, waits for a running
+        // unregistration, and does nothing more for a deallocated one; `dealloc_driver` is
+        // set, as it requires. We may sleep: unload and `rdma link add` can.
+        unsafe {
+            bindings::ib_unregister_device(dev);
+            kernel::bindings::put_device(
+                core::ptr::addr_of_mut!((*dev).__bindgen_anon_1.dev).cast(),
+            );
+        }
+    }
+
+    /// Drops the devices whose `dealloc_driver` has run, so that `rdma link add` and
+    /// `rdma link delete` in a loop do not pile them up.
+    fn fence_deallocated_devices(&self) {
+        while let Some(dev) = self.take_device(false) {
+            Self::fence_and_put(dev);
+        }
+    }
+
+    /// Removes every device of this driver and waits for those someone else is removing
+    /// (siw's module exit, a queued netdev removal, `rdma link delete`).
+    fn unregister_all_devices(&self) {
+        while let Some(dev) = self.take_device(true) {
+            Self::fence_and_put(dev);
         }
     }
 }
@@ -235,24 +264,29 @@ impl<T: DeviceOps> PinnedDrop for Driver<T> {
 pub(super) fn track_device<T: DeviceOps>(ib: *mut bindings::ib_device) -> Result {
     // SAFETY: Called from `newlink_callback`, see `Driver::get`.
     let driver = unsafe { Driver::<T>::get() };
-    driver.devices.lock().push(DevicePtr(ib), GFP_ATOMIC)?;
+    driver.devices.lock().push(
+        Tracked {
+            dev: ib,
+            deallocated: false,
+        },
+        GFP_ATOMIC,
+    )?;
+    // SAFETY: `ib` is allocated (its `struct device` initialised) and not yet released:
+    // its allocator still holds the first reference. The set's reference is dropped by
+    // `Driver::fence_and_put`.
+    unsafe {
+        kernel::bindings::get_device(core::ptr::addr_of_mut!((*ib).__bindgen_anon_1.dev).cast())
+    };
     Ok(())
 }
 
-/// Forgets a device of `T` in its `dealloc_driver`.
-pub(super) fn untrack_device<T: DeviceOps>(ib: *mut bindings::ib_device) {
-    // SAFETY: Called from a device's `dealloc_driver`; the driver's drop waits for every
-    // tracked device to get there before the driver goes away.
+/// Notes in a device's `dealloc_driver` that it is done with this module's code but for
+/// the return, which the driver fences before it goes.
+pub(super) fn device_deallocated<T: DeviceOps>(ib: *mut bindings::ib_device) {
+    // SAFETY: Called from a device's `dealloc_driver`; the driver fences every tracked
+    // device before it goes away.
     let driver = unsafe { Driver::<T>::get() };
-    let mut devices = driver.devices.lock();
-    let slice = devices.as_mut_slice();
-    if let Some(i) = slice.iter().position(|&d| d == DevicePtr(ib)) {
-        let last = slice.len() - 1;
-        slice.swap(i, last);
-        // SAFETY: Shrinks by one; the dropped slot holds a `Copy` pointer.
-        unsafe { devices.set_len(last) };
-    }
-    if devices.is_empty() {
-        driver.devices_gone.notify_all();
+    if let Some(d) = driver.devices.lock().iter_mut().find(|d| d.dev == ib) {
+        d.deallocated = true;
     }
 }
