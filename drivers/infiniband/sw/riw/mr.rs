@@ -5,12 +5,12 @@
 //! then checks key, protection domain, rights, bounds and validity.
 
 use crate::device::RiwDevice;
-use crate::limits::LIMITS;
 use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{
     access, Device, DmaMemory, Mr, MrKeys, Pd, RegWr, UData, UserMemory,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::limits::LIMITS;
 use crate::uapi;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;

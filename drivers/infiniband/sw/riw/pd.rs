@@ -3,8 +3,8 @@
 //! Protection domains: nothing but a counted name that memory and queue pairs share.
 
 use crate::device::RiwDevice;
-use crate::limits::LIMITS;
 use crate::kernel_ext::rdma::Device;
+use crate::limits::LIMITS;
 use kernel::prelude::*;
 
 /// A riw protection domain.

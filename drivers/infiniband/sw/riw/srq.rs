@@ -4,10 +4,10 @@
 //! with a limit that raises an event when few receives remain.
 
 use crate::device::RiwDevice;
-use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{Device, QueueMemory, RecvChain, Srq, SrqAttr, SrqModify, UData};
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::qp::{post_receives, ring_depth, RingCursor};
 use crate::uapi;
 use core::mem::size_of;

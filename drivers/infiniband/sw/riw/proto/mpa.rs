@@ -901,11 +901,19 @@ mod tests {
             ird_max: 16,
             ..config()
         };
-        let request = MpaConfig { ord: 12, ..config() }.request(&[]);
+        let request = MpaConfig {
+            ord: 12,
+            ..config()
+        }
+        .request(&[]);
         let (reply, theirs) = responder.respond(&request, &[]).unwrap();
         assert_eq!(theirs.ird, 12);
         assert_eq!(reply.enhanced.unwrap().ird, 12);
-        let request = MpaConfig { ord: 40, ..config() }.request(&[]);
+        let request = MpaConfig {
+            ord: 40,
+            ..config()
+        }
+        .request(&[]);
         assert_eq!(responder.respond(&request, &[]).unwrap().1.ird, 16);
     }
 
