@@ -9,9 +9,10 @@
  *   inline function, a macro, a variable or a field), its arguments passed through, plus
  *   constant ones where the kernel's takes more (GFP flags, limits, masks): no branches,
  *   no state, no other logic.
- * - rust/params.c and rust/defer.c: what the 6.12 kernel crate cannot express
- *   (module_param; a per-CPU variable and the protocol around it), each with its contract
- *   at its top, against which rust/params.rs and rust/defer.rs state their safety.
+ * - rust/params.c, rust/defer.c and rust/trace.c: what the 6.12 kernel crate cannot
+ *   express (module_param; a per-CPU variable and the protocol around it; trace events,
+ *   defined in rust/riw_trace.h), each with its contract at its top, against which
+ *   rust/params.rs, rust/defer.rs and rust/trace.rs state their safety.
  *
  * All other logic is Rust, in rust/, where every unsafe block proves its safety.
  */
@@ -40,6 +41,7 @@ void riw_init_completion(struct completion *done);
 unsigned int riw_cpumask_next_online(int cpu);
 unsigned int riw_cpumask_first_online(void);
 unsigned int riw_nr_cpu_ids(void);
+unsigned int riw_cpumask_next_possible(int cpu);
 
 /* helpers/idr.c */
 void riw_ida_init(struct ida *ida);
@@ -59,6 +61,12 @@ void riw_dev_hold(struct net_device *dev);
 void riw_dev_put(struct net_device *dev);
 bool riw_netif_running(const struct net_device *dev);
 bool riw_netif_carrier_ok(const struct net_device *dev);
+
+/* helpers/percpu.c: `counters` is a __percpu array of u64 (sparse's annotation stays in C). */
+void *riw_alloc_percpu_u64(unsigned int count);
+void riw_free_percpu(void *counters);
+void riw_this_cpu_add_u64(void *counters, unsigned int index, u64 value);
+u64 riw_per_cpu_read_u64(void *counters, unsigned int index, int cpu);
 
 /* helpers/preempt.c */
 bool riw_in_task(void);
@@ -124,6 +132,23 @@ void riw_defer_begin(struct riw_defer_scope *scope, const void *key);
 bool riw_defer_add(const void *key, void *item);
 void *riw_defer_take(struct riw_defer_scope *scope);
 void riw_defer_end(struct riw_defer_scope *scope);
+
+/* trace.c: riw's trace events, forwarded (see riw_trace.h). */
+void riw_trace_mpa(struct ib_device *dev, u32 ep, bool sent, u8 kind, u8 revision, bool crc,
+		   bool markers, bool p2p, u8 rtr, u16 ird, u16 ord, u16 pd_len,
+		   const struct __kernel_sockaddr_storage *peer);
+void riw_trace_rtr(struct ib_device *dev, u32 qpn, bool sent, u8 mode);
+void riw_trace_qp_state(struct ib_device *dev, u32 qpn, u8 old, u8 new, const char *cause);
+void riw_trace_terminate(struct ib_device *dev, u32 qpn, bool sent, u8 layer, u8 etype,
+			 u8 code);
+void riw_trace_crc_error(struct ib_device *dev, u32 qpn, u32 computed, u32 received);
+void riw_trace_conn_close(struct ib_device *dev, u32 qpn, bool abort, int status,
+			  const char *reason);
+void riw_trace_sock_backpressure(struct ib_device *dev, u32 qpn, bool full);
+void riw_trace_post(struct ib_device *dev, u32 qpn, bool recv, u64 wr_id, u8 opcode,
+		    u32 length);
+void riw_trace_complete(struct ib_device *dev, u32 qpn, u64 wr_id, u8 opcode, u32 length,
+			u16 status);
 
 /* params.c: the module parameters. */
 bool riw_param_mpa_crc_required(void);

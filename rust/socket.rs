@@ -1035,6 +1035,15 @@ impl<H: SocketHandler> TcpStream<H> {
         self.sock.name(true)
     }
 
+    /// Segments TCP retransmitted on this connection so far.
+    pub fn retransmits(&self) -> u32 {
+        // SAFETY: A live TCP socket is the `sock` of a `tcp_sock`.
+        let tp = unsafe { bindings::riw_tcp_sk(self.sock.sk()) };
+        // SAFETY: `tp` is live and the field aligned; TCP changes it under the socket's
+        // lock, so it is read once, as READ_ONCE() does.
+        unsafe { read_once(&raw const (*tp).total_retrans) }
+    }
+
     /// The current maximum segment size.
     pub fn mss(&self) -> u32 {
         // SAFETY: A live TCP socket.

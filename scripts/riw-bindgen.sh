@@ -28,6 +28,7 @@ while [ $# -gt 0 ]; do
 			--allowlist-function '(ib|rdma|iw|_ib|__ib)_.*'
 			--allowlist-function 'riw_.*'
 			--allowlist-var 'riw_.*'
+			--allowlist-var '__tracepoint_riw_.*'
 			--allowlist-function '(un)?register_netdevice_notifier'
 			--allowlist-function 'crc32c|vfree|remap_vmalloc_range|ida_.*|xa_(load|erase|find|destroy)'
 			--allowlist-function 'sock_release|net_ratelimit|destroy_workqueue|cancel_delayed_work(_sync)?|complete|wait_for_completion'

@@ -11,4 +11,5 @@
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_netlink.h>
 #include "../helpers.h"
+#include "../riw_trace.h"
 #include <linux/crc32c.h>

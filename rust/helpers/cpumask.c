@@ -18,3 +18,8 @@ unsigned int riw_nr_cpu_ids(void)
 {
 	return nr_cpu_ids;
 }
+
+unsigned int riw_cpumask_next_possible(int cpu)
+{
+	return cpumask_next(cpu, cpu_possible_mask);
+}

@@ -7,6 +7,7 @@ use super::iwcm::{self, CmId, ConnParam};
 use super::mmap;
 use super::mr::{self, Mr, MrKeys};
 use super::qp::{self, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify};
+use super::stats::{self, CounterDesc};
 use super::ucontext::{self, UContext, UData};
 use super::verbs::{self, Cq, CqAttr, CqNotify, Pd};
 use super::wr::{RecvChain, SendChain, WorkCompletion};
@@ -291,6 +292,12 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 
     /// Stops listening for `id`.
     fn iw_destroy_listen(dev: &Device<Self>, id: &CmId);
+
+    /// The names of the port counters, in the order `read_port_counters` fills them.
+    fn port_counters() -> &'static [CounterDesc];
+
+    /// Adds the port counters' values to `values`, which starts at zero.
+    fn read_port_counters(dev: &Device<Self>, values: &mut [u64]);
 }
 
 /// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
@@ -493,6 +500,8 @@ impl<T: DeviceOps> Device<T> {
             iw_add_ref: Some(qp::iw_add_ref_callback::<T>),
             iw_rem_ref: Some(qp::iw_rem_ref_callback::<T>),
             iw_get_qp: Some(qp::iw_get_qp_callback::<T>),
+            alloc_hw_port_stats: Some(stats::alloc_hw_port_stats_callback::<T>),
+            get_hw_stats: Some(stats::get_hw_stats_callback::<T>),
             size_ib_qp: core::mem::size_of::<Qp<T>>(),
             size_ib_srq: core::mem::size_of::<Srq<T>>(),
             size_ib_pd: core::mem::size_of::<Pd<T>>(),

@@ -244,7 +244,7 @@ impl QpState {
         })
     }
 
-    fn to_raw(self) -> bindings::ib_qp_state {
+    pub(crate) fn to_raw(self) -> bindings::ib_qp_state {
         match self {
             Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
             Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
