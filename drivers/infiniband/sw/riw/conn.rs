@@ -17,13 +17,16 @@ use crate::kernel_ext::socket::{
     ratelimit, LockedSocket, SocketAddr, SocketHandler, TcpStream, ZeroCopyOwner,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::kernel_ext::trace::{self, RtrKind};
+use crate::proto::Error as WireError;
 use crate::proto::{Negotiated, RtrMode, TermCause, Terminate};
 use crate::reads::Reads;
-use crate::rx::{MpaInput, Receiver, RxEnd};
-use crate::tx::{Sender, Shared, TxContext, TxEnd};
+use crate::rx::{MpaInput, Receiver, RxEnd, Why};
 pub(crate) use crate::tx::Wake;
+use crate::tx::{Sender, Shared, TxContext, TxEnd};
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -119,21 +122,36 @@ pub(crate) struct Ending {
     pub(crate) status: i32,
     /// The QP's consumer gets a fatal error event.
     pub(crate) fatal: bool,
+    /// Why, for the trace.
+    pub(crate) reason: &'static CStr,
 }
 
 impl Ending {
-    const fn new(abort: bool, status: i32, fatal: bool) -> Self {
+    const fn new(abort: bool, status: i32, fatal: bool, reason: &'static CStr) -> Self {
         Self {
             abort,
             status,
             fatal,
+            reason,
         }
     }
 
     /// A local or protocol error after which the peer got a Terminate.
-    fn terminated() -> Self {
-        Self::new(true, ECONNRESET().to_errno(), true)
+    fn terminated(reason: &'static CStr) -> Self {
+        Self::new(true, ECONNRESET().to_errno(), true, reason)
     }
+}
+
+/// Records a Terminate sent or received (`riw_terminate`).
+fn trace_terminate(dev: &Device<RiwDevice>, qpn: u32, cause: TermCause, sent: bool) {
+    trace::terminate(
+        dev,
+        qpn,
+        sent,
+        cause.layer_bits(),
+        cause.etype(),
+        cause.code(),
+    );
 }
 
 /// The established data path, once the MPA exchange is over.
@@ -145,6 +163,10 @@ pub(crate) struct Connection<H: SocketHandler> {
     pub(crate) tx_held: bool,
     /// The consumer asked for a graceful close: drain, then close.
     pub(crate) draining: bool,
+    /// The QP's number, for the trace.
+    qpn: u32,
+    /// The socket's send queue was full at the sender's last turn.
+    blocked: bool,
 }
 
 /// What a connection needs besides its socket, sized by the negotiated parameters: made
@@ -152,14 +174,15 @@ pub(crate) struct Connection<H: SocketHandler> {
 pub(crate) struct Parts {
     tx: Sender,
     reads: Reads,
+    qpn: u32,
 }
 
 impl Parts {
-    pub(crate) fn new(settled: &Negotiated, mss: u32, send_depth: u32) -> Result<Self> {
+    pub(crate) fn new(settled: &Negotiated, mss: u32, send_depth: u32, qpn: u32) -> Result<Self> {
         let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
         let tx = Sender::new(settled.crc, mss, ord, settled.large_fpdus)?;
         let reads = Reads::new(ord, ird, send_depth)?;
-        Ok(Self { tx, reads })
+        Ok(Self { tx, reads, qpn })
     }
 }
 
@@ -279,7 +302,7 @@ impl<H: Host> Connection<H> {
         input: MpaInput,
         rtr_expected: Option<RtrMode>,
     ) -> Self {
-        let Parts { tx, reads } = parts;
+        let Parts { tx, reads, qpn } = parts;
         {
             let mut inbound = host.link().inbound.lock();
             inbound.reads = reads;
@@ -292,24 +315,36 @@ impl<H: Host> Connection<H> {
             negotiated,
             tx_held: rtr_expected.is_some(),
             draining: false,
+            qpn,
+            blocked: false,
         }
     }
 
     /// Gives the socket back, to be closed.
+    /// The socket, until the connection ends.
+    pub(crate) fn socket(&self) -> Option<&TcpStream<H>> {
+        self.socket.as_ref()
+    }
+
     pub(crate) fn take_socket(&mut self) -> Option<TcpStream<H>> {
         self.socket.take()
     }
 
     /// Peer-to-peer initiator: sends the ready-to-receive message, best effort.
-    pub(crate) fn ready_to_receive(&mut self) {
+    pub(crate) fn ready_to_receive(&mut self, dev: &Device<RiwDevice>) {
         if let Some(sock) = self.socket.as_ref() {
-            let _ = self.tx.ready_to_receive(sock);
+            if self.tx.ready_to_receive(sock).is_ok() {
+                dev.stats.ready_to_receive_sent();
+                trace::rtr(dev, self.qpn, true, RtrKind::Write);
+            }
         }
     }
 
     /// Sends a Terminate, best effort.
-    pub(crate) fn terminate(&mut self, terminate: Terminate) {
+    pub(crate) fn terminate(&mut self, dev: &Device<RiwDevice>, terminate: Terminate) {
         if let Some(sock) = self.socket.as_ref() {
+            dev.stats.terminate(terminate.cause, true);
+            trace_terminate(dev, self.qpn, terminate.cause, true);
             self.tx.terminate(sock, terminate);
         }
     }
@@ -362,6 +397,12 @@ impl<H: Host> Connection<H> {
         };
         if rtr {
             self.tx_held = false;
+            let mode = match self.negotiated.rtr {
+                Some(RtrMode::Read) => RtrKind::Read,
+                Some(RtrMode::Send) => RtrKind::Send,
+                _ => RtrKind::Write,
+            };
+            trace::rtr(host.dev(), self.qpn, false, mode);
         }
         Some((rx_end, rtr))
     }
@@ -380,20 +421,33 @@ impl<H: Host> Connection<H> {
                 Ok(())
             }
             // The peer closed: report it, then close our side.
-            RxEnd::Eof => Err(Ending::new(false, 0, false)),
-            RxEnd::SocketError(e) => Err(Ending::new(true, e.to_errno(), false)),
+            RxEnd::Eof => Err(Ending::new(false, 0, false, c_str!("closed by the peer"))),
+            RxEnd::SocketError(e) => Err(Ending::new(
+                true,
+                e.to_errno(),
+                false,
+                c_str!("socket error"),
+            )),
             RxEnd::Violation { cause, why } => {
+                host.dev().stats.violation(cause);
+                if let Why::Wire(WireError::CrcMismatch { computed, received }) = why {
+                    trace::crc_error(host.dev(), self.qpn, computed, received);
+                }
                 if ratelimit() {
                     pr_warn!("{} terminated: {}\n", PeerName(peer), why);
                 }
                 self.terminate_for(host, cause);
-                Err(Ending::terminated())
+                Err(Ending::terminated(c_str!(
+                    "peer broke the protocol: Terminate sent"
+                )))
             }
             RxEnd::LocalError { cause } => {
                 self.terminate_for(host, cause);
-                Err(Ending::terminated())
+                Err(Ending::terminated(c_str!("local error: Terminate sent")))
             }
             RxEnd::Terminated(cause) => {
+                host.dev().stats.terminate(cause, false);
+                trace_terminate(host.dev(), self.qpn, cause, false);
                 if ratelimit() {
                     pr_info!(
                         "{} terminated the connection (layer {}, type {}, code {:#x})\n",
@@ -403,7 +457,7 @@ impl<H: Host> Connection<H> {
                         cause.code()
                     );
                 }
-                Err(Ending::terminated())
+                Err(Ending::terminated(c_str!("Terminate received")))
             }
         }
     }
@@ -411,7 +465,7 @@ impl<H: Host> Connection<H> {
     /// Sends the Terminate the receiver owes the peer for `cause`.
     fn terminate_for(&mut self, host: &H, cause: TermCause) {
         let terminate = host.link().inbound.lock().rx.take_terminate(cause);
-        self.terminate(terminate);
+        self.terminate(host.dev(), terminate);
     }
 
     /// The sender's turn: Read responses and the send queue, up to the budget; `Err` if
@@ -437,11 +491,17 @@ impl<H: Host> Connection<H> {
             shared: inbound,
             wake,
         };
-        match self.tx.run(&cx, BUDGET) {
+        let end = self.tx.run(&cx, BUDGET);
+        let blocked = matches!(end, TxEnd::Blocked);
+        if blocked != self.blocked {
+            self.blocked = blocked;
+            trace::sock_backpressure(host.dev(), self.qpn, blocked);
+        }
+        match end {
             TxEnd::Idle => {
                 if self.draining && self.tx.is_idle() && inbound.lock().reads.idle_or_wake_sender()
                 {
-                    return Err(Ending::new(false, 0, false));
+                    return Err(Ending::new(false, 0, false, c_str!("graceful close")));
                 }
                 Ok(())
             }
@@ -451,10 +511,18 @@ impl<H: Host> Connection<H> {
                 Ok(())
             }
             TxEnd::LocalError => {
-                self.terminate(Terminate::new(TermCause::RDMAP_LOCAL_CATASTROPHIC));
-                Err(Ending::terminated())
+                self.terminate(
+                    host.dev(),
+                    Terminate::new(TermCause::RDMAP_LOCAL_CATASTROPHIC),
+                );
+                Err(Ending::terminated(c_str!("local error: Terminate sent")))
             }
-            TxEnd::SocketError(e) => Err(Ending::new(true, e.to_errno(), false)),
+            TxEnd::SocketError(e) => Err(Ending::new(
+                true,
+                e.to_errno(),
+                false,
+                c_str!("socket error"),
+            )),
         }
     }
 }

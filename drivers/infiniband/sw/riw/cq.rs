@@ -5,16 +5,19 @@
 //! entries; the consumer hands each back by clearing its flags.
 
 use crate::device::RiwDevice;
-use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{
     Cq, CqAttr, CqNotify, Device, QueueMemory, UData, WcOpcode, WcStatus, WorkCompletion,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::kernel_ext::trace;
 use crate::kernel_ext::uapi::CqeExt;
+use crate::limits::{LIMITS, MMAP_KEY_MIN};
+use crate::stats::{DeviceStats, Stat};
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 const CQE_SIZE: usize = size_of::<uapi::siw_cqe>();
 const CQE_FLAGS: usize = offset_of!(uapi::siw_cqe, flags);
@@ -32,6 +35,8 @@ pub(crate) struct RiwCq {
     /// Index of the next entry a kernel consumer polls.
     #[pin]
     consumer: SpinLockBh<u32>,
+    /// The device's counters, for overruns.
+    stats: Arc<DeviceStats>,
 }
 
 /// A completion, as the soft-iWARP ABI carries it.
@@ -159,11 +164,13 @@ impl RiwCq {
             None => QueueMemory::new_kernel(len)?,
         };
         quota.keep();
+        let stats = dev.stats.clone();
         let init = try_pin_init!(Self {
             num_cqe,
             ring,
             producer <- new_spinlock_bh!(0, "riw_cq_producer"),
             consumer <- new_spinlock_bh!(0, "riw_cq_consumer"),
+            stats,
         });
         Ok((num_cqe, init))
     }
@@ -244,6 +251,8 @@ impl RiwCq {
                 cqe.__bindgen_anon_1.inval_stag = stag;
             }
             this.ring.write(offset, &cqe)?;
+            let (op, status) = (c.opcode as u8, c.status as u16);
+            trace::complete(cq, c.qp_num, c.wr_id, op, c.bytes, status);
             this.ring.store_u8_mb(offset + CQE_FLAGS, flags | VALID)?;
             *next = next.wrapping_add(1);
         }
@@ -271,6 +280,7 @@ impl RiwCq {
     pub(crate) fn deliver(cq: &Cq<RiwDevice>, c: &Completion) -> bool {
         let pushed = Self::push(cq, c).is_ok();
         if !pushed {
+            cq.stats.inc(Stat::CqOverruns);
             cq.report_overrun();
         }
         pushed

@@ -12,6 +12,7 @@ use crate::kernel_ext::workqueue::Queue;
 use crate::kernel_ext::xarray::ArcTable;
 use crate::limits::Counter;
 use crate::mr::MemRegion;
+use crate::stats::DeviceStats;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -43,6 +44,8 @@ pub(crate) struct RiwDevice {
     /// by then (the core unregistered the device, whose references endpoints hold, and
     /// the flusher is stopped) nothing runs there any more.
     pub(crate) queue: Arc<Queue>,
+    /// The port counters.
+    pub(crate) stats: Arc<DeviceStats>,
 }
 
 #[pinned_drop]
@@ -78,6 +81,7 @@ impl RiwDevice {
             listeners <- ArcTable::new(),
             flusher,
             queue,
+            stats: Arc::new(DeviceStats::new()?, GFP_KERNEL)?,
         });
         Ok((params, dev))
     }
@@ -130,4 +134,3 @@ fn node_guid_from_mac(mac: [u8; ETH_ALEN]) -> [u8; 8] {
         mac[5],
     ]
 }
-

@@ -5,7 +5,6 @@
 
 use crate::cq::{send_completion_opcode, Completion, RiwCq};
 use crate::device::RiwDevice;
-use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::kernel_ext;
 use crate::kernel_ext::errno::{ENOTCONN, EOPNOTSUPP};
 use crate::kernel_ext::rdma::{
@@ -13,9 +12,12 @@ use crate::kernel_ext::rdma::{
     RecvChain, SendChain, SendOp, Sge, UData,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
+use crate::kernel_ext::trace;
+use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::mr::{pd_id, RiwMr};
 use crate::uapi;
 use core::mem::{offset_of, size_of};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -126,7 +128,11 @@ pub(crate) fn ring_depth(wanted: u32, max: u32) -> Result<u32> {
     if wanted > max {
         return Err(EINVAL);
     }
-    Ok(wanted.max(1).checked_next_power_of_two().ok_or(EINVAL)?.min(max))
+    Ok(wanted
+        .max(1)
+        .checked_next_power_of_two()
+        .ok_or(EINVAL)?
+        .min(max))
 }
 
 impl RiwQp {
@@ -245,6 +251,13 @@ impl RiwQp {
         let this: &Self = qp;
         let ep = {
             let mut q = this.mutable.lock();
+            trace::qp_state(
+                qp,
+                qp.qp_num(),
+                q.state,
+                QpState::Error,
+                c_str!("destroyed"),
+            );
             q.state = QpState::Error;
             q.destroyed = true;
             q.ep.take()
@@ -270,6 +283,7 @@ impl RiwQp {
         if !matches!(q.state, QpState::Init | QpState::Rtr) || q.ep.is_some() {
             return Err(EINVAL);
         }
+        trace::qp_state(qp, qp.qp_num(), q.state, QpState::Rts, c_str!("connected"));
         q.state = QpState::Rts;
         q.ep = Some(ep);
         q.max_rd_atomic = ord;
@@ -298,6 +312,8 @@ impl RiwQp {
         }
         let entering_error = q.state != QpState::Error;
         if entering_error {
+            let cause = c_str!("connection ended");
+            trace::qp_state(&**qp, qp.qp_num(), q.state, QpState::Error, cause);
             q.state = QpState::Error;
             Self::flush(qp, &mut q);
         }
@@ -392,7 +408,9 @@ impl RiwQp {
         {
             return Err(EINVAL);
         }
-        q.access_flags = m.access_flags.map_or(q.access_flags, |f| f & QP_ACCESS_FLAGS);
+        q.access_flags = m
+            .access_flags
+            .map_or(q.access_flags, |f| f & QP_ACCESS_FLAGS);
         q.max_rd_atomic = m.max_rd_atomic.unwrap_or(q.max_rd_atomic);
         q.max_dest_rd_atomic = m.max_dest_rd_atomic.unwrap_or(q.max_dest_rd_atomic);
         if next == QpState::Reset {
@@ -405,6 +423,9 @@ impl RiwQp {
         let entering_error = next == QpState::Error && q.state != QpState::Error;
         let draining = next == QpState::Sqd && q.state == QpState::Rts;
         let watch = entering_error && this.sq.is_user();
+        if next != q.state {
+            trace::qp_state(qp, qp.qp_num(), q.state, next, c_str!("modify_qp"));
+        }
         q.state = next;
         let (ep, mode) = if entering_error || next == QpState::Reset {
             Self::flush(qp, &mut q);

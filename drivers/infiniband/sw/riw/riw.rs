@@ -45,6 +45,8 @@ mod rx;
 #[forbid(unsafe_code)]
 mod srq;
 #[forbid(unsafe_code)]
+mod stats;
+#[forbid(unsafe_code)]
 mod tx;
 #[forbid(unsafe_code)]
 mod verbs;

@@ -18,6 +18,7 @@ use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
 use crate::kernel_ext::rdma::{access, Device, Qp};
 use crate::kernel_ext::socket::{LockedSocket, TcpStream};
+use crate::kernel_ext::trace;
 use crate::mr::{pd_id, Denied, MemRegion, RiwMr};
 use crate::proto::{
     Error as WireError, Opcode, Placement, RdmapHeader, RtrMode, RxConfig, RxEvent, RxHeader,
@@ -389,13 +390,17 @@ impl FpduInput<'_> {
                 continue;
             };
             let result = match event {
-                RxEvent::Header(h) => self.place.header(&h, self.parser.rdmap()),
+                RxEvent::Header(h) => {
+                    self.place.dev.stats.received(&h);
+                    self.place.header(&h, self.parser.rdmap())
+                }
                 RxEvent::Payload { offset, data } => self.place.payload(offset, data),
                 RxEvent::End => {
                     self.budget = self.budget.saturating_sub(1);
                     self.place.end()
                 }
                 RxEvent::Whole { header, data } => {
+                    self.place.dev.stats.received(&header);
                     self.budget = self.budget.saturating_sub(1);
                     self.place.whole(&header, self.parser.rdmap(), data)
                 }
@@ -695,6 +700,15 @@ impl Placer<'_> {
         }
         let rqe = &*self.rqe;
         let n = usize::from(rqe.num_sge);
+        if trace::post_enabled() {
+            let len = rqe
+                .sge
+                .iter()
+                .take(n)
+                .fold(0u32, |l, s| l.wrapping_add(s.length));
+            let op = uapi::siw_opcode_SIW_OP_RECEIVE as u8;
+            trace::post(self.qp, self.qp.qp_num(), true, rqe.id, op, len);
+        }
         let mut m = Message {
             wr_id: rqe.id,
             elements: 0,

@@ -14,11 +14,12 @@
 
 use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
-use crate::limits::MAX_MSG_SIZE;
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
+use crate::kernel_ext::trace;
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
+use crate::limits::MAX_MSG_SIZE;
 use crate::mr::{pd_id, MemRegion, RiwMr};
 use crate::proto::encode_fpdu;
 use crate::proto::fpdu::max_ulpdu_for_mss;
@@ -28,10 +29,10 @@ use crate::proto::{
 };
 use crate::qp::RiwQp;
 use crate::reads::{complete_send, InboundRead, ReadSink, Reads, SendWork, WorkLimits};
+use crate::stats::Stat;
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-
 
 /// The sink STag of a zero-length Read, which has no local buffer: never 0.
 const ZERO_READ_SINK_STAG: u32 = 1;
@@ -314,11 +315,8 @@ impl Sender {
     /// Each FPDU fits one segment (the MULPDU of RFC 5044) unless the peer agreed to
     /// `large_fpdus` in the MPA exchange, or the operator set `fpdu_segments`.
     pub(crate) fn new(crc: bool, mss: u32, ord: u32, large_fpdus: bool) -> Result<Self> {
-        let segments = params::fpdu_segments().unwrap_or(if large_fpdus {
-            LARGE_FPDU_SEGMENTS
-        } else {
-            1
-        });
+        let segments =
+            params::fpdu_segments().unwrap_or(if large_fpdus { LARGE_FPDU_SEGMENTS } else { 1 });
         let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(segments));
         let max_frame = MAX_FRAME_HEADER_LEN + usize::from(max_ulpdu) + MAX_TRAILER_LEN;
         let buf = KVVec::from_elem(0u8, max_frame.max(TX_BATCH_BYTES), GFP_KERNEL)?;
@@ -371,7 +369,6 @@ impl Sender {
         self.msg.message.is_none() && !self.sched.held && self.out.sent == self.out.total()
     }
 
-
     /// Whether the next FPDU of the current message is framed behind the copied ones
     /// waiting in the buffer, rather than those going first: more of the message follows,
     /// nothing of the buffer went yet, another FPDU fits, and the budget allows one.
@@ -384,7 +381,6 @@ impl Sender {
             && self.msg.message.is_some()
             && self.out.len + self.msg.max_frame <= self.out.buf.len()
     }
-
 
     /// Hands the rest of the current FPDU to the socket.
     #[inline(always)]
@@ -399,7 +395,11 @@ impl Sender {
                 }
                 return Ok(true);
             } else if self.out.sent < self.out.head {
-                let bytes = self.out.buf.get(self.out.sent..self.out.head).ok_or(EINVAL)?;
+                let bytes = self
+                    .out
+                    .buf
+                    .get(self.out.sent..self.out.head)
+                    .ok_or(EINVAL)?;
                 sock.send(bytes, more || self.out.head < total)
             } else if self.out.sent < payload_end {
                 let done = self.out.sent - self.out.head;
@@ -446,7 +446,13 @@ impl Sender {
         cx: &TxContext<'_, H, S>,
         mut budget: u32,
     ) -> TxEnd {
-        let TxContext { sock, dev, qp, wake, .. } = *cx;
+        let TxContext {
+            sock,
+            dev,
+            qp,
+            wake,
+            ..
+        } = *cx;
         if wake == Wake::Doorbell {
             self.sched.ring_more = true;
         }
@@ -547,7 +553,11 @@ impl Sender {
         token: Option<u64>,
         cx: &TxContext<'_, H, S>,
     ) -> core::result::Result<(), SendWork> {
-        let TxContext { qp, shared: inbound, .. } = *cx;
+        let TxContext {
+            qp,
+            shared: inbound,
+            ..
+        } = *cx;
         match origin {
             Origin::Work(work) => match token {
                 Some(token) => {
@@ -570,7 +580,11 @@ impl Sender {
     /// Send work has gone: it completes now, or behind the work that waits in the Read
     /// state (whose lock is needed only if some may).
     fn finished<H: Owner, S: Shared>(&mut self, cx: &TxContext<'_, H, S>, work: SendWork) {
-        let TxContext { qp, shared: inbound, .. } = *cx;
+        let TxContext {
+            qp,
+            shared: inbound,
+            ..
+        } = *cx;
         if !self.sched.pending {
             if work.signalled {
                 complete_send(qp, &work, uapi::siw_wc_status_SIW_WC_SUCCESS);
@@ -605,6 +619,7 @@ impl Sender {
         let token = self.msg.next_token;
         self.msg.next_token = token.wrapping_add(1);
         let ticket = ZeroCopyTicket::new(cx.owner.clone(), token).ok()?;
+        cx.dev.stats.inc(Stat::ZeroCopySends);
         Some((ticket, token))
     }
 
@@ -615,7 +630,13 @@ impl Sender {
         &mut self,
         cx: &TxContext<'_, H, S>,
     ) -> core::result::Result<bool, ()> {
-        let TxContext { dev, qp, shared: inbound, wake, .. } = *cx;
+        let TxContext {
+            dev,
+            qp,
+            shared: inbound,
+            wake,
+            ..
+        } = *cx;
         self.sched.respond_first = !self.sched.respond_first;
         // Taking turns matters only while send work waits too: with none in the ring at
         // the last take (a doorbell since leaves a note, and the work item runs again),
@@ -707,7 +728,10 @@ impl Sender {
                 return Ok(false);
             }
             match RiwQp::take_send(qp, &mut self.sched.sqe) {
-                Some(more) => self.sched.ring_more = more,
+                Some(more) => {
+                    self.sched.ring_more = more;
+                    trace_taken(qp, &self.sched.sqe);
+                }
                 None => {
                     self.sched.ring_more = false;
                     return Ok(false);
@@ -1020,8 +1044,8 @@ impl Sender {
                 return Ok(());
             }
         }
-        let segments =
-            Segmenter::new(&self.msg.template, len, self.msg.max_ulpdu).map_err(|_| LOC_QP_OP_ERR)?;
+        let segments = Segmenter::new(&self.msg.template, len, self.msg.max_ulpdu)
+            .map_err(|_| LOC_QP_OP_ERR)?;
         self.msg.message = Some(Message {
             origin,
             segments,
@@ -1080,6 +1104,7 @@ impl Sender {
         };
         self.out.zero_copy_len = zero_copy_len;
         self.out.payload_offset = offset;
+        dev.stats.sent(&segment.segment, segment.len);
         self.out.sent = 0;
         self.out.more = !segment.segment.last;
         Ok(())
@@ -1092,9 +1117,7 @@ impl Sender {
             return;
         }
         let header = FpduHeader::terminate(term);
-        if let Ok(n) =
-            encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, &mut self.out.buf)
-        {
+        if let Ok(n) = encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, &mut self.out.buf) {
             self.out.set(n);
             let _ = self.push(sock, false);
         }
@@ -1227,4 +1250,21 @@ pub(crate) trait Shared {
 #[inline(always)]
 fn reads<R>(inbound: &impl Shared, f: impl FnOnce(&mut Reads) -> R) -> R {
     inbound.with_reads(f)
+}
+
+/// Records a send work request the sender took from the queue (`riw_post`).
+fn trace_taken(qp: &Qp<RiwDevice>, sqe: &uapi::siw_sqe) {
+    if !trace::post_enabled() {
+        return;
+    }
+    let sges = sqe.sges();
+    let len = if u32::from(sqe.flags) & uapi::siw_wqe_flags_SIW_WQE_INLINE != 0 {
+        sges[0].length
+    } else {
+        let n = usize::from(sqe.num_sge);
+        sges.iter()
+            .take(n)
+            .fold(0u32, |l, s| l.wrapping_add(s.length))
+    };
+    trace::post(qp, qp.qp_num(), false, sqe.id, sqe.opcode, len);
 }

@@ -8,15 +8,16 @@ use crate::cq::RiwCq;
 use crate::device::{RiwDevice, RiwUContext};
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
-    CmId, ConnParam, Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps, DeviceParams, Gid, Mr,
-    MrKeys, Mtu, Pd, PortAttr, PortState, Qp, QpAttr, QpCaps, QpInit, QpModify, RecvChain,
-    SendChain, Srq, SrqAttr, SrqModify, UData, WorkCompletion, DRIVER_ID_SIW,
+    CmId, ConnParam, CounterDesc, Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps,
+    DeviceParams, Gid, Mr, MrKeys, Mtu, Pd, PortAttr, PortState, Qp, QpAttr, QpCaps, QpInit,
+    QpModify, RecvChain, SendChain, Srq, SrqAttr, SrqModify, UData, WorkCompletion, DRIVER_ID_SIW,
 };
 use crate::limits::{LIMITS, MAX_MSG_SIZE, VENDOR_PART_ID};
 use crate::mr::RiwMr;
 use crate::pd::RiwPd;
 use crate::qp::RiwQp;
 use crate::srq::RiwSrq;
+use crate::stats::{Stat, PORT_COUNTERS};
 use crate::uapi;
 use kernel::c_str;
 use kernel::prelude::*;
@@ -229,5 +230,16 @@ impl DeviceOps for RiwDevice {
 
     fn iw_destroy_listen(dev: &Device<Self>, id: &CmId) {
         Listener::destroy(dev, id);
+    }
+
+    fn port_counters() -> &'static [CounterDesc] {
+        &PORT_COUNTERS
+    }
+
+    fn read_port_counters(dev: &Device<Self>, values: &mut [u64]) {
+        dev.stats.sum_into(values);
+        if let Some(v) = values.get_mut(Stat::TcpRetransmits as usize) {
+            *v += Endpoint::live_retransmits(dev);
+        }
     }
 }

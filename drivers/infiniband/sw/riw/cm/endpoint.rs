@@ -16,12 +16,15 @@ use crate::kernel_ext::socket::{
     ZeroCopyOwner,
 };
 use crate::kernel_ext::sync::{new_mutex, Mutex};
+use crate::kernel_ext::trace::{self, MpaKind, MpaRecord};
 use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
 use crate::limits::LIMITS;
 use crate::proto::mpa::{MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_PRIVATE_DATA};
-use crate::proto::{FrameKind, MpaConfig, Negotiated, RtrMode};
+use crate::proto::{FrameKind, MpaConfig, MpaFrame, Negotiated, RtrMode};
 use crate::qp::{CloseMode, ConnectionEndpoint, RiwQp};
+use crate::stats::Stat;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -145,6 +148,9 @@ impl SocketHandler for Endpoint {
 
 impl ZeroCopyOwner for Endpoint {
     fn released(this: Arc<Self>, token: u64, copied: bool) {
+        if copied {
+            this.dev.stats.inc(Stat::ZeroCopyFallbacks);
+        }
         this.link.zero_copy_released(token, copied);
         // The sender may wait for this (a close drains it first). Should the work run and
         // end meanwhile, `this` is the last reference, dropped here in softirq: that is
@@ -284,15 +290,14 @@ impl Endpoint {
         let result = (|| {
             let mut g = ep.inner.lock();
             let mut frame = [0u8; MPA_MAX_FRAME_LEN];
-            let n = config
-                .request(param.private_data)
-                .encode(&mut frame)
-                .map_err(|_| EINVAL)?;
+            let request = config.request(param.private_data);
+            let n = request.encode(&mut frame).map_err(|_| EINVAL)?;
             g.mpa.queue(&frame[..n])?;
+            g.remote = Some(remote);
+            ep.trace_mpa(&g, &request, true);
             g.phase = Phase::Connecting;
             g.cm_id = Some(cm_id);
             g.qp = Some(qp);
-            g.remote = Some(remote);
             // The socket's callbacks may run the work as soon as it exists: it waits
             // for our lock.
             g.socket = Some(TcpStream::connect(&netdev, &local, &remote, ep.clone())?);
@@ -328,7 +333,10 @@ impl Endpoint {
             let request = g.mpa.frame().ok_or(EINVAL)?;
             config
                 .respond(&request, param.private_data)
-                .map(|(reply, settled)| reply.encode(&mut frame).map(|n| (n, settled)))
+                .map(|(reply, settled)| {
+                    ep.trace_mpa(g, &reply, true);
+                    reply.encode(&mut frame).map(|n| (n, settled))
+                })
         };
         let accepted = match respond {
             Ok(Ok((n, settled))) => ep
@@ -341,22 +349,24 @@ impl Endpoint {
             Ok(a) => a,
             Err(e) => {
                 let _ = ep.send_reject(g, &[]);
-                ep.teardown(g, false, 0);
+                ep.teardown(g, false, 0, c_str!("accept failed"));
                 return Err(e);
             }
         };
         g.mpa.config = config;
         // Fits: the frame was encoded into a buffer of the same size.
         let _ = g.mpa.queue(&frame[..n]);
+        dev.stats.inc(Stat::MpaRepliesSent);
         ep.flush_out(g);
         if let Err(e) = ep.hand_over(g, parts, &settled, settled.rtr) {
-            ep.teardown(g, false, 0);
+            ep.teardown(g, false, 0, c_str!("accept failed"));
             return Err(e);
         }
         g.qp = Some(qp);
         g.cm_id = Some(cm_id);
         g.phase = Phase::Established;
         if settled.rtr.is_none() {
+            dev.stats.inc(Stat::ConnectionsEstablished);
             ep.report_up(g, CmEventKind::Established, &[]);
         } else {
             g.told = Told::EstablishedOwed;
@@ -379,7 +389,7 @@ impl Endpoint {
             return Err(ECONNRESET());
         }
         let sent = ep.send_reject(g, private_data);
-        ep.teardown(g, false, 0);
+        ep.teardown(g, false, 0, c_str!("rejected by the consumer"));
         sent
     }
 
@@ -389,7 +399,7 @@ impl Endpoint {
         // iw_connect fails: no event, and the QP stays as it was.
         g.cm_id = None;
         g.qp = None;
-        self.teardown(&mut g, true, 0);
+        self.teardown(&mut g, true, 0, c_str!("connect failed"));
     }
 
     /// Sends what is left of the MPA frame; false if the socket is full.
@@ -403,14 +413,14 @@ impl Endpoint {
         }
         let request = self.close_request.swap(0, Ordering::AcqRel);
         if request == CloseMode::Abort as u8 {
-            self.end(g, true, 0, None);
+            self.end(g, true, 0, None, c_str!("aborted by the consumer"));
             return;
         }
         if request == CloseMode::Graceful as u8 {
             match g.conn.as_mut() {
                 Some(conn) if g.phase == Phase::Established => conn.draining = true,
                 _ => {
-                    self.end(g, true, 0, None);
+                    self.end(g, true, 0, None, c_str!("closed by the consumer"));
                     return;
                 }
             }
@@ -423,6 +433,7 @@ impl Endpoint {
             Phase::Closed => {}
         }
         if g.timed() && jiffies() >= g.deadline {
+            self.dev.stats.inc(Stat::ConnectionsTimedOut);
             self.refuse(g, "no MPA exchange in time", ETIMEDOUT());
         }
     }
@@ -435,12 +446,18 @@ impl Endpoint {
             TcpState::Established => {
                 g.local = sock.local_addr().ok();
                 g.phase = Phase::AwaitReply;
+                self.dev.stats.inc(Stat::MpaRequestsSent);
                 self.flush_out(g);
                 self.mpa(g);
             }
             TcpState::Connecting => {}
             _ => {
                 let err = sock.take_error().unwrap_or(ECONNREFUSED());
+                if err == ECONNREFUSED() {
+                    self.dev.stats.inc(Stat::ConnectionsRefused);
+                } else if err == ETIMEDOUT() {
+                    self.dev.stats.inc(Stat::ConnectionsTimedOut);
+                }
                 self.connect_failed(g, err, &[]);
             }
         }
@@ -461,7 +478,7 @@ impl Endpoint {
                 .as_ref()
                 .is_some_and(|l| l.closed.load(Ordering::Acquire))
         {
-            self.end(g, true, 0, None);
+            self.end(g, true, 0, None, c_str!("listener closed"));
             return;
         }
         let Some(sock) = g.socket.as_ref() else {
@@ -493,6 +510,8 @@ impl Endpoint {
         let Some(request) = g.mpa.frame() else {
             return;
         };
+        self.dev.stats.inc(Stat::MpaRequestsReceived);
+        self.trace_mpa(g, &request, false);
         // The request is answered at accept time; check now what makes it unanswerable.
         let check = g.mpa.config.respond(&request, &[]).map(|_| ());
         let pd_len = request.private_data.len();
@@ -556,13 +575,11 @@ impl Endpoint {
     fn send_reject(&self, g: &mut EpInner, private_data: &[u8]) -> Result {
         let mut frame = [0u8; MPA_MAX_FRAME_LEN];
         let request = g.mpa.frame().ok_or(EINVAL)?;
-        let n = g
-            .mpa
-            .config
-            .reject(&request, private_data)
-            .encode(&mut frame)
-            .map_err(|_| EINVAL)?;
+        let reject = g.mpa.config.reject(&request, private_data);
+        self.trace_mpa(g, &reject, true);
+        let n = reject.encode(&mut frame).map_err(|_| EINVAL)?;
         g.mpa.queue(&frame[..n])?;
+        self.dev.stats.inc(Stat::MpaRejectsSent);
         self.flush_out(g);
         Ok(())
     }
@@ -572,13 +589,17 @@ impl Endpoint {
         let Some(reply) = g.mpa.frame() else {
             return;
         };
+        self.trace_mpa(g, &reply, false);
         let mut private_data = [0u8; MAX_EVENT_PRIVATE_DATA];
         let pd_len = reply.private_data.len().min(MAX_EVENT_PRIVATE_DATA);
         private_data[..pd_len].copy_from_slice(&reply.private_data[..pd_len]);
         let pd = &private_data[..pd_len];
         if reply.reject {
+            self.dev.stats.inc(Stat::MpaRejectsReceived);
+            self.dev.stats.inc(Stat::ConnectionsRefused);
             return self.connect_failed(g, ECONNREFUSED(), pd);
         }
+        self.dev.stats.inc(Stat::MpaRepliesReceived);
         let settled = match g.mpa.config.complete(&reply) {
             Ok(s) => s,
             Err(why) => {
@@ -605,10 +626,11 @@ impl Endpoint {
         }
         if settled.rtr.is_some() {
             if let Some(conn) = g.conn.as_mut() {
-                conn.ready_to_receive();
+                conn.ready_to_receive(&self.dev);
             }
         }
         g.phase = Phase::Established;
+        self.dev.stats.inc(Stat::ConnectionsEstablished);
         self.report_up(g, CmEventKind::ConnectReply, pd);
         self.established(g);
     }
@@ -641,7 +663,7 @@ impl Endpoint {
         if let Some(cm_id) = g.cm_id.take() {
             let _ = cm_id.report(&event);
         }
-        self.teardown(g, true, 0);
+        self.teardown(g, true, 0, c_str!("not connected"));
     }
 
     /// Ends a connection that is not up yet, with a log line about the peer.
@@ -661,8 +683,8 @@ impl Endpoint {
     fn refuse_quietly(self: &Arc<Self>, g: &mut EpInner, err: Error) {
         match g.phase {
             Phase::Connecting | Phase::AwaitReply => self.connect_failed(g, err, &[]),
-            Phase::Established => self.end(g, true, err.to_errno(), None),
-            _ => self.teardown(g, true, 0),
+            Phase::Established => self.end(g, true, err.to_errno(), None, c_str!("refused")),
+            _ => self.teardown(g, true, 0, c_str!("refused")),
         }
     }
 
@@ -672,7 +694,7 @@ impl Endpoint {
             matches!(s.state(), TcpState::Closed | TcpState::CloseWait)
         });
         if gone {
-            self.teardown(g, true, 0);
+            self.teardown(g, true, 0, c_str!("peer gone before accept"));
         }
     }
 
@@ -685,7 +707,7 @@ impl Endpoint {
         qp: &QpRef<RiwDevice>,
     ) -> Result<Parts> {
         let mss = g.socket.as_ref().map_or(536, |s| s.mss());
-        let parts = Parts::new(settled, mss, RiwQp::send_depth(qp))?;
+        let parts = Parts::new(settled, mss, RiwQp::send_depth(qp), qp.qp_num())?;
         let (ord, ird) = (u32::from(settled.ord), u32::from(settled.ird));
         RiwQp::enter_rts(qp, self.clone(), ord, ird)?;
         Ok(parts)
@@ -721,6 +743,7 @@ impl Endpoint {
             return;
         };
         if rtr {
+            self.dev.stats.inc(Stat::ConnectionsEstablished);
             self.report_up(g, CmEventKind::Established, &[]);
         }
         let remote = g.remote;
@@ -747,7 +770,7 @@ impl Endpoint {
     /// The connection ends as it says.
     fn ended(self: &Arc<Self>, g: &mut EpInner, ending: Ending) {
         let fatal = if ending.fatal { g.qp.clone() } else { None };
-        self.end(g, ending.abort, ending.status, fatal);
+        self.end(g, ending.abort, ending.status, fatal, ending.reason);
     }
 
     /// Ends an established (or never established) connection: Disconnect if the peer
@@ -758,6 +781,7 @@ impl Endpoint {
         abort: bool,
         status: i32,
         fatal: Option<QpRef<RiwDevice>>,
+        reason: &'static CStr,
     ) {
         match g.phase {
             Phase::Established => {}
@@ -772,7 +796,7 @@ impl Endpoint {
                     &[],
                 );
             }
-            _ => return self.teardown(g, abort, 0),
+            _ => return self.teardown(g, abort, 0, reason),
         }
         if g.told == Told::EstablishedOwed {
             self.report_up(g, CmEventKind::Established, &[]);
@@ -788,16 +812,21 @@ impl Endpoint {
         if let Some(qp) = fatal {
             qp.report_fatal();
         }
-        self.teardown(g, abort, status);
+        self.teardown(g, abort, status, reason);
     }
 
     /// Releases everything: socket, QP (into ERROR), Close if owed, the table entry.
-    fn teardown(self: &Arc<Self>, g: &mut EpInner, abort: bool, status: i32) {
+    fn teardown(self: &Arc<Self>, g: &mut EpInner, abort: bool, status: i32, reason: &CStr) {
+        let qpn = g.qp.as_ref().map_or(0, |qp| qp.qp_num());
+        trace::conn_close(&*self.dev, qpn, abort, status, reason);
         let socket = match g.conn.as_mut() {
             Some(conn) => conn.take_socket(),
             None => g.socket.take(),
         };
         if let Some(sock) = socket {
+            self.dev
+                .stats
+                .add(Stat::TcpRetransmits, sock.retransmits().into());
             if abort {
                 sock.set_abort_on_close();
             }
@@ -831,6 +860,57 @@ impl Endpoint {
         g.phase = Phase::Closed;
         DelayedWork::cancel(self);
         drop(self.dev.endpoints.remove(self.id.load(Ordering::Relaxed)));
+    }
+
+    /// Records an MPA frame sent or received (`riw_mpa`).
+    fn trace_mpa(&self, g: &EpInner, frame: &MpaFrame<'_>, sent: bool) {
+        let kind = match (frame.kind, frame.reject) {
+            (_, true) => MpaKind::Reject,
+            (FrameKind::Request, _) => MpaKind::Request,
+            _ => MpaKind::Reply,
+        };
+        let e = frame.enhanced;
+        let rtr = e.map_or(0, |e| {
+            u8::from(e.rtr.write) | u8::from(e.rtr.read) << 1 | u8::from(e.rtr.send) << 2
+        });
+        let record = MpaRecord {
+            endpoint: self.id.load(Ordering::Relaxed),
+            sent,
+            kind,
+            revision: frame.revision as u8,
+            crc: frame.crc,
+            markers: frame.markers,
+            peer_to_peer: e.is_some_and(|e| e.peer_to_peer),
+            rtr,
+            ird: e.map_or(0, |e| e.ird),
+            ord: e.map_or(0, |e| e.ord),
+            private_data_len: frame.private_data.len() as u16,
+            peer: g.remote,
+        };
+        trace::mpa(&*self.dev, &record);
+    }
+
+    /// Segments TCP retransmitted so far on the sockets of `dev`'s live endpoints (a
+    /// socket's count joins the device's counters when it closes).
+    pub(crate) fn live_retransmits(dev: &Device<RiwDevice>) -> u64 {
+        let mut endpoints = KVec::new();
+        // Taken out of the table's lock first: each endpoint's is a mutex. One the memory
+        // for the list misses is counted when it closes.
+        dev.endpoints.for_each(|ep| {
+            let _ = endpoints.push(ep.clone(), GFP_ATOMIC);
+        });
+        endpoints
+            .iter()
+            .map(|ep| {
+                let g = ep.inner.lock();
+                let sock = g
+                    .conn
+                    .as_ref()
+                    .and_then(|c| c.socket())
+                    .or(g.socket.as_ref());
+                sock.map_or(0, |s| u64::from(s.retransmits()))
+            })
+            .sum()
     }
 
     /// Aborts the endpoint (the device is going away).
