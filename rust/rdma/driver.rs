@@ -211,10 +211,10 @@ impl<T: DeviceOps> Driver<T> {
     /// Fences the unregistration of a device taken from the set and drops its reference.
     /// Unregisters the device first if no one has yet.
     fn fence_and_put(dev: *mut bindings::ib_device) {
-        // SAFETY: The set's reference keeps `dev` in memory, and the reference is ours now.
         // `ib_unregister_device()` unregisters a registered device, waits for a running
-        // unregistration, and does nothing more for a deallocated one; `dealloc_driver` is
-        // set, as it requires. We may sleep: unload and `rdma link add` can.
+        // unregistration, and does nothing more for a deallocated one.
+        // SAFETY: The set's reference, ours now, keeps `dev` in memory; `dealloc_driver` is
+        // set, as the call requires; we may sleep (unload and `rdma link add` can).
         unsafe {
             bindings::ib_unregister_device(dev);
             kernel::bindings::put_device(
