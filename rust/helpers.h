@@ -29,6 +29,9 @@
 #include <linux/completion.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
+#include <net/netlink.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
 
 /* helpers/bug.c */
 bool riw_warn_on_once(bool cond);
@@ -40,6 +43,12 @@ void riw_init_completion(struct completion *done);
 unsigned int riw_cpumask_next_online(int cpu);
 unsigned int riw_cpumask_first_online(void);
 unsigned int riw_nr_cpu_ids(void);
+
+/* helpers/debugfs.c */
+struct dentry *riw_debugfs_create_dir(const char *name, struct dentry *parent);
+struct dentry *riw_debugfs_create_file(const char *name, umode_t mode, struct dentry *parent,
+				       void *data, const struct file_operations *fops);
+void riw_debugfs_remove(struct dentry *dentry);
 
 /* helpers/idr.c */
 void riw_ida_init(struct ida *ida);
@@ -59,6 +68,11 @@ void riw_dev_hold(struct net_device *dev);
 void riw_dev_put(struct net_device *dev);
 bool riw_netif_running(const struct net_device *dev);
 bool riw_netif_carrier_ok(const struct net_device *dev);
+
+/* helpers/netlink.c */
+struct nlattr *riw_nla_nest_start_noflag(struct sk_buff *skb, int attrtype);
+int riw_nla_nest_end(struct sk_buff *skb, struct nlattr *start);
+void riw_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start);
 
 /* helpers/preempt.c */
 bool riw_in_task(void);
