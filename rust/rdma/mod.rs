@@ -19,19 +19,21 @@ mod mmap;
 mod mr;
 mod object;
 mod qp;
+mod restrack;
 mod ucontext;
 mod verbs;
 mod wr;
 
 pub use device::{
-    Device, DeviceAttr, DeviceOps, DeviceParams, DeviceRef, Gid, Mtu, PortAttr, PortEvent,
-    PortState, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
+    DebugfsFile, Device, DeviceAttr, DeviceOps, DeviceParams, DeviceRef, Gid, Mtu, PortAttr,
+    PortEvent, PortState, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
 pub use driver::Driver;
 pub use iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 pub use mmap::QueueMemory;
 pub use mr::{access, DmaMemory, Mr, MrKeys, UserMemory};
 pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, Srq, SrqAttr, SrqModify};
+pub use restrack::{CmIdView, DriverDetails};
 pub use ucontext::UData;
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};
 pub use wr::{RecvChain, RegWr, SendChain, SendOp, Sge, WcOpcode, WcStatus, WorkCompletion};

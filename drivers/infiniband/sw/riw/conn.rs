@@ -181,6 +181,11 @@ impl Link {
         }
     }
 
+    /// Our Reads waiting for responses, and the peer's Read Requests not yet answered.
+    pub(crate) fn read_queues(&self) -> (u32, u32) {
+        self.inbound.lock().reads.occupancy()
+    }
+
     /// The connection ended: a receive half placed completes as flushed.
     pub(crate) fn flush_rx(&self, qp: &QpRef<RiwDevice>) {
         self.inbound.lock().rx.flush(qp);
@@ -293,6 +298,16 @@ impl<H: Host> Connection<H> {
             tx_held: rtr_expected.is_some(),
             draining: false,
         }
+    }
+
+    /// The socket, until it is given back.
+    pub(crate) fn socket(&self) -> Option<&TcpStream<H>> {
+        self.socket.as_ref()
+    }
+
+    /// The largest ULPDU an FPDU carries (MULPDU).
+    pub(crate) fn mulpdu(&self) -> u32 {
+        self.tx.max_ulpdu()
     }
 
     /// Gives the socket back, to be closed.
