@@ -657,6 +657,7 @@ impl Endpoint {
         event.remote = g.remote;
         event.private_data = private_data;
         if let Some(cm_id) = g.cm_id.take() {
+            forget_endpoint(&cm_id);
             let _ = cm_id.report(&event);
         }
         self.teardown(g, true, 0);
@@ -838,6 +839,7 @@ impl Endpoint {
         }
         let close_owed = g.told.close();
         if let Some(cm_id) = g.cm_id.take() {
+            forget_endpoint(&cm_id);
             if close_owed {
                 let mut event = CmEvent::new(CmEventKind::Close, status);
                 event.local = g.local;
@@ -893,6 +895,12 @@ impl Endpoint {
     pub(crate) fn abort(self: &Arc<Self>) {
         self.request_close(CloseMode::Abort);
     }
+}
+
+/// The endpoint lets go of `cm_id`: its number, which a new endpoint may get, no longer
+/// names it there (resource tracking looks it up by that number).
+fn forget_endpoint(cm_id: &CmId) {
+    cm_id.set_provider_data(0);
 }
 
 impl Host for Endpoint {
