@@ -89,12 +89,13 @@ echo "# client port ${cport:-none}"
 srv_addr=$SRV4:$port
 cli_addr=$RIW_ADDR0:$cport
 
-# has TEXT WORD...: every WORD (a regex, "name value" of the rdma tool) is in TEXT.
+# has TEXT WORD...: every WORD (a regex, "name value") is in TEXT. The rdma tool of
+# iproute2 6.1 prints a driver's names with a "drv_" prefix.
 has() {
 	local text=$1 w
 	shift
 	for w in "$@"; do
-		grep -qE -- "(^| )$w( |$)" <<<"$text" || { echo "missing: $w"; return 1; }
+		grep -qE -- "(^| )(drv_)?$w( |$)" <<<"$text" || { echo "missing: $w"; return 1; }
 	done
 }
 
