@@ -134,11 +134,11 @@ riw_check "cm_id -dd: the listener and both endpoints" 10 t_cm_id || true
 
 t_mr_cq() {
 	local out
-	out=$(rdma -dd resource show mr link rsc0/1)
+	out=$(rdma -dd resource show mr dev rsc0)
 	echo "$out"
 	has "$out" "stag 0x[0-9a-f]+" "kind user" "access local_write,remote_write,remote_read" \
 		"length 65536" "stag_state valid" || return 1
-	out=$(rdma -dd resource show cq link rsc0/1)
+	out=$(rdma -dd resource show cq dev rsc0)
 	echo "$out"
 	has "$out" "cq_depth 128" "cq_used [0-9]+"
 }
@@ -170,7 +170,7 @@ t_stags() {
 	local out stag line
 	out=$(cat $dbg/rsc0/stags)
 	echo "$out"
-	stag=$(rdma -dd resource show mr link rsc0/1 | grep -oE 'stag 0x[0-9a-f]+' | head -1 |
+	stag=$(rdma -dd resource show mr dev rsc0 | grep -oE 'stag 0x[0-9a-f]+' | head -1 |
 		cut -d' ' -f2)
 	line=$(grep -E "^stag $(printf '0x%08x' "$stag") " <<<"$out") ||
 		{ echo "no STag $stag"; return 1; }
