@@ -30,6 +30,9 @@
 #include <linux/completion.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
+#include <net/netlink.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
 
 /* helpers/bug.c */
 bool riw_warn_on_once(bool cond);
@@ -42,6 +45,12 @@ unsigned int riw_cpumask_next_online(int cpu);
 unsigned int riw_cpumask_first_online(void);
 unsigned int riw_nr_cpu_ids(void);
 unsigned int riw_cpumask_next_possible(int cpu);
+
+/* helpers/debugfs.c */
+struct dentry *riw_debugfs_create_dir(const char *name, struct dentry *parent);
+struct dentry *riw_debugfs_create_file(const char *name, umode_t mode, struct dentry *parent,
+				       void *data, const struct file_operations *fops);
+void riw_debugfs_remove(struct dentry *dentry);
 
 /* helpers/idr.c */
 void riw_ida_init(struct ida *ida);
@@ -67,6 +76,10 @@ void *riw_alloc_percpu_u64(unsigned int count);
 void riw_free_percpu(void *counters);
 void riw_this_cpu_add_u64(void *counters, unsigned int index, u64 value);
 u64 riw_per_cpu_read_u64(void *counters, unsigned int index, int cpu);
+/* helpers/netlink.c */
+struct nlattr *riw_nla_nest_start_noflag(struct sk_buff *skb, int attrtype);
+int riw_nla_nest_end(struct sk_buff *skb, struct nlattr *start);
+void riw_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start);
 
 /* helpers/preempt.c */
 bool riw_in_task(void);

@@ -9,6 +9,7 @@
 
 mod bindings;
 pub(crate) mod crc;
+pub(crate) mod debugfs;
 pub(crate) mod defer;
 pub(crate) mod errno;
 pub(crate) mod ida;

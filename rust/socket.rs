@@ -186,9 +186,14 @@ pub enum TcpState {
 const TCP_ESTABLISHED: i32 = 1;
 const TCP_SYN_SENT: i32 = 2;
 const TCP_SYN_RECV: i32 = 3;
+const TCP_FIN_WAIT1: i32 = 4;
+const TCP_FIN_WAIT2: i32 = 5;
+const TCP_TIME_WAIT: i32 = 6;
 const TCP_CLOSE: i32 = 7;
 const TCP_CLOSE_WAIT: i32 = 8;
+const TCP_LAST_ACK: i32 = 9;
 const TCP_LISTEN: i32 = 10;
+const TCP_CLOSING: i32 = 11;
 const TCP_NEW_SYN_RECV: i32 = 12;
 
 // Flags of `struct msghdr`.
@@ -217,6 +222,24 @@ unsafe fn read_once<T: Copy>(p: *const T) -> T {
     // SAFETY: The caller guarantees `p` is valid and aligned; a volatile read is what
     // READ_ONCE() does for a field of machine-word size or less.
     unsafe { p.read_volatile() }
+}
+
+/// The name of a TCP state (`sk_state`), as `ss` prints it.
+fn tcp_state_name(raw: i32) -> &'static str {
+    match raw {
+        TCP_ESTABLISHED => "ESTAB",
+        TCP_SYN_SENT => "SYN-SENT",
+        TCP_SYN_RECV | TCP_NEW_SYN_RECV => "SYN-RECV",
+        TCP_FIN_WAIT1 => "FIN-WAIT-1",
+        TCP_FIN_WAIT2 => "FIN-WAIT-2",
+        TCP_TIME_WAIT => "TIME-WAIT",
+        TCP_CLOSE => "UNCONN",
+        TCP_CLOSE_WAIT => "CLOSE-WAIT",
+        TCP_LAST_ACK => "LAST-ACK",
+        TCP_LISTEN => "LISTEN",
+        TCP_CLOSING => "CLOSING",
+        _ => "UNKNOWN",
+    }
 }
 
 impl TcpState {
@@ -1018,6 +1041,28 @@ impl<H: SocketHandler> TcpStream<H> {
 
     pub fn state(&self) -> TcpState {
         self.sock.state()
+    }
+
+    /// The TCP state's name, as `ss` prints it.
+    pub fn state_name(&self) -> &'static str {
+        // SAFETY: A live socket; the state is read once.
+        tcp_state_name(unsafe { bindings::riw_sock_state(self.sock.sk()) })
+    }
+
+    /// Bytes handed to TCP that the peer has not acknowledged yet, sent or not.
+    pub fn unacked_bytes(&self) -> u32 {
+        let sk = self.sock.sk();
+        // SAFETY: A live TCP socket.
+        let tp = unsafe { bindings::riw_tcp_sk(sk) };
+        // SAFETY: `tp` is live and its fields aligned; TCP changes them under the socket's
+        // lock, not taken here, so each is read once (as `ss` reads them, a snapshot).
+        let (write_seq, snd_una) = unsafe {
+            (
+                read_once(&raw const (*tp).write_seq),
+                read_once(&raw const (*tp).snd_una),
+            )
+        };
+        write_seq.wrapping_sub(snd_una)
     }
 
     /// Takes the socket's pending error (as `sock_error`), if any.

@@ -172,6 +172,21 @@ impl<T: Send + Sync> ArcTable<T> {
         }
     }
 
+    /// The first object at an index of at least `from`, with its index and a new
+    /// reference (takes no lock): a walk over the table that may sleep between steps.
+    pub fn next_from(&self, from: u32) -> Option<(u32, Arc<T>)> {
+        let mut index: core::ffi::c_ulong = from.into();
+        // SAFETY: Enters a section, left below.
+        unsafe { bindings::riw_rcu_read_lock() };
+        // SAFETY: Initialised by the invariant; `xa_find` takes its own RCU read lock.
+        let slot = unsafe { bindings::riw_xa_find(self.xa.get(), &mut index) }.cast::<Slot<T>>();
+        // SAFETY: As in `get`: the slot found in the section outlives it.
+        let found = (!slot.is_null()).then(|| unsafe { (*slot).entry.clone() });
+        // SAFETY: Leaves the section entered above.
+        unsafe { bindings::riw_rcu_read_unlock() };
+        Some((u32::try_from(index).ok()?, found?))
+    }
+
     /// Takes the object at `index` out of the table; lookups that found it before may
     /// still return it until an RCU grace period has passed.
     pub fn remove(&self, index: u32) -> Option<Arc<T>> {

@@ -32,6 +32,7 @@ while [ $# -gt 0 ]; do
 			--allowlist-function '(un)?register_netdevice_notifier'
 			--allowlist-function 'crc32c|vfree|remap_vmalloc_range|ida_.*|xa_(load|erase|find|destroy)'
 			--allowlist-function 'sock_release|net_ratelimit|destroy_workqueue|cancel_delayed_work(_sync)?|complete|wait_for_completion'
+			--allowlist-function 'seq_(read|lseek|write)|single_(open|release)'
 			--allowlist-var 'VM_[A-Z]+'
 			--allowlist-type '(ib|rdma|iw|riw)_.*|netdev_cmd|sockaddr_in6?|__kernel_sockaddr_storage'
 			--allowlist-var '(IB|RDMA|IW|NETDEV|NOTIFY|ARPHRD|IFF|TCP|AF)_.*'

@@ -7,6 +7,8 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cache.h>
 #include <rdma/iw_cm.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/restrack.h>
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/rdma_netlink.h>

@@ -7,11 +7,13 @@ use super::iwcm::{self, CmId, ConnParam};
 use super::mmap;
 use super::mr::{self, Mr, MrKeys};
 use super::qp::{self, Qp, QpAttr, QpCaps, QpInit, QpModify, Srq, SrqAttr, SrqModify};
+use super::restrack::{self, CmIdView, DriverDetails};
 use super::stats::{self, CounterDesc};
 use super::ucontext::{self, UContext, UData};
 use super::verbs::{self, Cq, CqAttr, CqNotify, Pd};
 use super::wr::{RecvChain, SendChain, WorkCompletion};
 use crate::kernel_ext::bindings;
+use crate::kernel_ext::debugfs::SeqFile;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent};
 use core::ffi::c_int;
 use core::ops::Deref;
@@ -298,6 +300,30 @@ pub trait DeviceOps: Sized + Send + Sync + 'static {
 
     /// Adds the port counters' values to `values`, which starts at zero.
     fn read_port_counters(dev: &Device<Self>, values: &mut [u64]);
+    /// Adds the driver's details of a QP to `rdma resource show qp -dd`.
+    fn fill_res_qp(dev: &Device<Self>, qp: &Qp<Self>, out: &mut DriverDetails<'_>) -> Result;
+
+    /// Adds the driver's details of a CQ to `rdma resource show cq -dd`.
+    fn fill_res_cq(dev: &Device<Self>, cq: &Cq<Self>, out: &mut DriverDetails<'_>) -> Result;
+
+    /// Adds the driver's details of an MR to `rdma resource show mr -dd`.
+    fn fill_res_mr(dev: &Device<Self>, mr: &Mr<Self>, out: &mut DriverDetails<'_>) -> Result;
+
+    /// Adds the driver's details of the iWARP connection manager id behind an rdma_cm id
+    /// to `rdma resource show cm_id -dd`.
+    fn fill_res_cm_id(dev: &Device<Self>, id: &CmIdView<'_>, out: &mut DriverDetails<'_>)
+        -> Result;
+
+    /// The files of each device's debugfs directory: a name and what it shows.
+    const DEBUGFS_FILES: &'static [DebugfsFile<Self>] = &[];
+}
+
+/// A file of a device's debugfs directory (`/sys/kernel/debug/LINK_TYPE/DEVICE/`).
+pub struct DebugfsFile<T: DeviceOps> {
+    pub name: &'static CStr,
+    /// Writes the file's contents; an error means the output is full (see
+    /// [`crate::kernel_ext::debugfs::Show`]).
+    pub show: fn(&Device<T>, &mut SeqFile<'_>) -> core::fmt::Result,
 }
 
 /// An RDMA device of driver `T`: the RDMA core's `struct ib_device`, then `T`.
@@ -449,6 +475,9 @@ impl<T: DeviceOps> Device<T> {
             unsafe { bindings::ib_dealloc_device(ib) };
             return Err(Error::from_errno(ret));
         }
+        // The set's reference keeps the device in memory even if it is unregistered
+        // already; `add_debugfs` takes its own before it touches the data.
+        driver::add_debugfs::<T>(ib);
         Ok(())
     }
 
@@ -502,6 +531,10 @@ impl<T: DeviceOps> Device<T> {
             iw_get_qp: Some(qp::iw_get_qp_callback::<T>),
             alloc_hw_port_stats: Some(stats::alloc_hw_port_stats_callback::<T>),
             get_hw_stats: Some(stats::get_hw_stats_callback::<T>),
+            fill_res_qp_entry: Some(restrack::fill_res_qp_callback::<T>),
+            fill_res_cq_entry: Some(restrack::fill_res_cq_callback::<T>),
+            fill_res_mr_entry: Some(restrack::fill_res_mr_callback::<T>),
+            fill_res_cm_id_entry: Some(restrack::fill_res_cm_id_callback::<T>),
             size_ib_qp: core::mem::size_of::<Qp<T>>(),
             size_ib_srq: core::mem::size_of::<Srq<T>>(),
             size_ib_pd: core::mem::size_of::<Pd<T>>(),
@@ -534,6 +567,8 @@ impl<T: DeviceOps> Device<T> {
     }
 
     unsafe extern "C" fn dealloc_driver_callback(ib: *mut bindings::ib_device) {
+        // The directory's files read the data: removed first (waiting for their reads).
+        drop(driver::take_debugfs::<T>(ib));
         // SAFETY: The core calls this once, last, for a device set up by `register`, whose
         // `data` was initialised before the ops (and so this callback) were installed. Its
         // QPs are all destroyed, so the table is empty.

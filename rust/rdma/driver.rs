@@ -5,6 +5,7 @@
 
 use super::device::{Device, DeviceOps};
 use crate::kernel_ext::bindings;
+use crate::kernel_ext::debugfs::{self, Dir, SeqFile};
 use crate::kernel_ext::net::{NetDevice, NetdevEvent};
 use core::ffi::{c_char, c_int, c_ulong, c_void};
 use core::marker::PhantomData;
@@ -26,10 +27,13 @@ struct Tracked {
     dev: *mut bindings::ib_device,
     /// Its `dealloc_driver` has run: only the fence is left.
     deallocated: bool,
+    /// The device's debugfs directory, whose files read the device's data: removed
+    /// before that data is dropped.
+    debugfs: Option<Dir>,
 }
 
-// SAFETY: Only an address and a flag; whoever dereferences the address proves the device
-// alive.
+// SAFETY: An address, a flag and a directory (`Send`); whoever dereferences the address
+// proves the device alive.
 unsafe impl Send for Tracked {}
 
 /// An RDMA driver: creates devices of type `T` on `rdma link add` and removes them all
@@ -58,6 +62,9 @@ pub struct Driver<T: DeviceOps> {
     #[pin]
     newlink_lock: Mutex<()>,
     module: &'static ThisModule,
+    /// `/sys/kernel/debug/LINK_TYPE/`, if debugfs is there: dropped after the devices,
+    /// whose directories are in it.
+    debugfs: Option<Dir>,
     _ops: PhantomData<T>,
 }
 
@@ -95,6 +102,7 @@ impl<T: DeviceOps> Driver<T> {
                 devices <- new_spinlock!(KVec::new(), "riw_devices"),
                 newlink_lock <- new_mutex!((), "riw_newlink"),
                 module,
+                debugfs: Dir::new(T::LINK_TYPE).ok(),
                 _ops: PhantomData,
             }),
             GFP_KERNEL,
@@ -196,16 +204,20 @@ impl<T: DeviceOps> Driver<T> {
     }
 
     /// Takes a device out of the set: a deallocated one, or with `all`, any.
-    fn take_device(&self, all: bool) -> Option<*mut bindings::ib_device> {
+    fn take_device(&self, all: bool) -> Option<Tracked> {
         let mut devices = self.devices.lock();
         let i = devices.iter().position(|d| all || d.deallocated)?;
         let slice = devices.as_mut_slice();
         let last = slice.len() - 1;
         slice.swap(i, last);
-        let dev = slice[last].dev;
-        // SAFETY: Shrinks by one; the dropped entry holds only plain data.
-        unsafe { devices.set_len(last) };
-        Some(dev)
+        // SAFETY: The last entry is moved out and the length shrunk past it, so it is
+        // neither dropped nor read again here.
+        let taken = unsafe {
+            let taken = core::ptr::read(devices.as_ptr().add(last));
+            devices.set_len(last);
+            taken
+        };
+        Some(taken)
     }
 
     /// Fences the unregistration of a device taken from the set and drops its reference.
@@ -226,16 +238,20 @@ impl<T: DeviceOps> Driver<T> {
     /// Drops the devices whose `dealloc_driver` has run, so that `rdma link add` and
     /// `rdma link delete` in a loop do not pile them up.
     fn fence_deallocated_devices(&self) {
-        while let Some(dev) = self.take_device(false) {
-            Self::fence_and_put(dev);
+        while let Some(taken) = self.take_device(false) {
+            // Deallocated: its directory went with its data.
+            drop(taken.debugfs);
+            Self::fence_and_put(taken.dev);
         }
     }
 
     /// Removes every device of this driver and waits for those someone else is removing
     /// (siw's module exit, a queued netdev removal, `rdma link delete`).
     fn unregister_all_devices(&self) {
-        while let Some(dev) = self.take_device(true) {
-            Self::fence_and_put(dev);
+        while let Some(taken) = self.take_device(true) {
+            // Removed before the unregistration drops the data its files read.
+            drop(taken.debugfs);
+            Self::fence_and_put(taken.dev);
         }
     }
 }
@@ -268,6 +284,7 @@ pub(super) fn track_device<T: DeviceOps>(ib: *mut bindings::ib_device) -> Result
         Tracked {
             dev: ib,
             deallocated: false,
+            debugfs: None,
         },
         GFP_ATOMIC,
     )?;
@@ -278,6 +295,104 @@ pub(super) fn track_device<T: DeviceOps>(ib: *mut bindings::ib_device) -> Result
         kernel::bindings::get_device(core::ptr::addr_of_mut!((*ib).__bindgen_anon_1.dev).cast())
     };
     Ok(())
+}
+
+/// A device's debugfs file: the device and what the file shows of it.
+///
+/// # Invariants
+///
+/// `dev` is a device of `T` whose data stays initialised while the file exists: the
+/// file's directory is removed before the data is dropped (`take_debugfs`).
+struct DeviceFile<T: DeviceOps> {
+    dev: core::ptr::NonNull<Device<T>>,
+    show: fn(&Device<T>, &mut SeqFile<'_>) -> core::fmt::Result,
+}
+
+// SAFETY: A device is shared by every context (`Device<T>: Sync`); `show` is a function.
+unsafe impl<T: DeviceOps> Send for DeviceFile<T> {}
+// SAFETY: As above.
+unsafe impl<T: DeviceOps> Sync for DeviceFile<T> {}
+
+impl<T: DeviceOps> debugfs::Show for DeviceFile<T> {
+    fn show(&self, out: &mut SeqFile<'_>) -> core::fmt::Result {
+        // SAFETY: The device's data lives while the file does (type invariant).
+        (self.show)(unsafe { self.dev.as_ref() }, out)
+    }
+}
+
+/// Gives a device that was just registered its debugfs directory, named as the device
+/// was then (a rename later does not follow), with the files `T::DEBUGFS_FILES`. A device
+/// without one (no debugfs, a name taken there, no memory) works all the same.
+pub(super) fn add_debugfs<T: DeviceOps>(ib: *mut bindings::ib_device) {
+    // SAFETY: Called from `newlink_callback`, see `Driver::get`.
+    let driver = unsafe { Driver::<T>::get() };
+    let Some(root) = driver.debugfs.as_ref() else {
+        return;
+    };
+    // Unregistration, and so `dealloc_driver`, waits for this reference: it cannot take
+    // the directory out before it is stored. A device already being removed gets none.
+    // SAFETY: The caller's entry in the set keeps `ib` in memory.
+    if !unsafe { bindings::riw_ib_device_try_get(ib) } {
+        return;
+    }
+    // SAFETY: Registered and held: its data is initialised and stays so until the put.
+    let dev = unsafe { Device::<T>::from_raw(ib) };
+    let dir = device_dir(root, dev);
+    if let Some(dir) = dir {
+        let mut devices = driver.devices.lock();
+        let dir = match devices.iter_mut().find(|d| d.dev == ib) {
+            Some(d) => d.debugfs.replace(dir),
+            None => Some(dir),
+        };
+        drop(devices);
+        // Not tracked (cannot be while `newlink` runs): removed here, outside the lock.
+        drop(dir);
+    }
+    // SAFETY: Releases the reference taken above.
+    unsafe { bindings::ib_device_put(ib) };
+}
+
+/// The directory of `dev` in `root`, with its files.
+fn device_dir<T: DeviceOps>(root: &Dir, dev: &Device<T>) -> Option<Dir> {
+    let mut name = [0u8; bindings::IB_DEVICE_NAME_MAX as usize];
+    // SAFETY: The device is alive; its name is a NUL-terminated array.
+    let raw_name = unsafe { &(*dev.as_raw()).name };
+    let len = raw_name
+        .iter()
+        .take(name.len() - 1)
+        .position(|&c| c == 0)
+        .unwrap_or(name.len() - 1);
+    for (d, s) in name.iter_mut().zip(&raw_name[..len]) {
+        *d = *s as u8;
+    }
+    let name = CStr::from_bytes_with_nul(&name[..=len]).ok()?;
+    // SAFETY: The device's directory is dropped before the root: the root goes with the
+    // driver, after every device is unregistered and its entry taken out of the set.
+    let mut dir = unsafe { root.subdir(name) }.ok()?;
+    for file in T::DEBUGFS_FILES {
+        // INVARIANT: The directory is stored in the device's entry and taken out and
+        // dropped before the device's data is (`take_debugfs`, `take_device`).
+        let _ = dir.file(
+            file.name,
+            DeviceFile {
+                dev: core::ptr::NonNull::from(dev),
+                show: file.show,
+            },
+        );
+    }
+    Some(dir)
+}
+
+/// Takes out the debugfs directory of a device whose data is about to be dropped, for the
+/// caller to remove first.
+pub(super) fn take_debugfs<T: DeviceOps>(ib: *mut bindings::ib_device) -> Option<Dir> {
+    // SAFETY: Called from a device's `dealloc_driver`, see `device_deallocated`.
+    let driver = unsafe { Driver::<T>::get() };
+    let mut devices = driver.devices.lock();
+    devices
+        .iter_mut()
+        .find(|d| d.dev == ib)
+        .and_then(|d| d.debugfs.take())
 }
 
 /// Notes in a device's `dealloc_driver` that it is done with this module's code but for

@@ -98,7 +98,7 @@ impl CmId {
         Ok(Self { id })
     }
 
-    fn raw(&self) -> *mut bindings::iw_cm_id {
+    pub(super) fn raw(&self) -> *mut bindings::iw_cm_id {
         self.id.as_ptr()
     }
 
@@ -118,14 +118,18 @@ impl CmId {
     /// the event's `provider_data`).
     pub fn provider_data(&self) -> usize {
         // SAFETY: Live; the provider's own field, written only by hooks of this id, which
-        // the connection manager serialises.
-        unsafe { (*self.raw()).provider_data as usize }
+        // the connection manager serialises. Read once: resource tracking reads it too.
+        unsafe { core::ptr::addr_of!((*self.raw()).provider_data).read_volatile() as usize }
     }
 
-    /// Stores `value` in the id for later hooks.
+    /// Stores `value` in the id for later hooks (and for resource tracking to find the
+    /// provider's object by).
     pub fn set_provider_data(&self, value: usize) {
-        // SAFETY: As above.
-        unsafe { (*self.raw()).provider_data = value as *mut c_void };
+        // SAFETY: As above; written once, as resource tracking may read it meanwhile.
+        unsafe {
+            core::ptr::addr_of_mut!((*self.raw()).provider_data)
+                .write_volatile(value as *mut c_void)
+        };
     }
 
     /// Reports `event` (the connection manager queues it for its own work queue).

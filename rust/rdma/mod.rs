@@ -19,14 +19,15 @@ mod mmap;
 mod mr;
 mod object;
 mod qp;
+mod restrack;
 mod stats;
 mod ucontext;
 mod verbs;
 mod wr;
 
 pub use device::{
-    Device, DeviceAttr, DeviceOps, DeviceParams, DeviceRef, Gid, Mtu, PortAttr, PortEvent,
-    PortState, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
+    DebugfsFile, Device, DeviceAttr, DeviceOps, DeviceParams, DeviceRef, Gid, Mtu, PortAttr,
+    PortEvent, PortState, DEVICE_MEM_MGT_EXTENSIONS, DRIVER_ID_SIW, KERNEL_CAP_ALLOW_USER_UNREG,
 };
 pub use driver::Driver;
 pub use iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
@@ -34,6 +35,7 @@ pub use mmap::QueueMemory;
 pub use mr::{access, DmaMemory, Mr, MrKeys, UserMemory};
 pub use object::{CoreObject, Object};
 pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, Srq, SrqAttr, SrqModify};
+pub use restrack::{CmIdView, DriverDetails};
 pub use stats::CounterDesc;
 pub use ucontext::UData;
 pub use verbs::{Cq, CqAttr, CqNotify, Pd};

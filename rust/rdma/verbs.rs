@@ -35,6 +35,16 @@ pub enum CqNotify {
     NextCompletion,
 }
 
+impl<D> Object<bindings::ib_pd, D> {
+    /// The PD's number in the core's resource tracking, as `rdma resource show pd` prints
+    /// it (set once the PD is created).
+    pub fn res_id(&self) -> u32 {
+        // SAFETY: A live PD; the core sets its tracking id when it records the PD, right
+        // after creating it, and never changes it.
+        unsafe { (*self.as_raw()).res.id }
+    }
+}
+
 impl<D> Object<bindings::ib_cq, D> {
     /// Calls the consumer's completion handler: the CQ was armed and got a completion.
     pub fn notify_completion(&self) {

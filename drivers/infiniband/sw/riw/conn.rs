@@ -204,6 +204,11 @@ impl Link {
         }
     }
 
+    /// Our Reads waiting for responses, and the peer's Read Requests not yet answered.
+    pub(crate) fn read_queues(&self) -> (u32, u32) {
+        self.inbound.lock().reads.occupancy()
+    }
+
     /// The connection ended: a receive half placed completes as flushed.
     pub(crate) fn flush_rx(&self, qp: &QpRef<RiwDevice>) {
         self.inbound.lock().rx.flush(qp);
@@ -320,12 +325,17 @@ impl<H: Host> Connection<H> {
         }
     }
 
-    /// Gives the socket back, to be closed.
-    /// The socket, until the connection ends.
+    /// The socket, until it is given back.
     pub(crate) fn socket(&self) -> Option<&TcpStream<H>> {
         self.socket.as_ref()
     }
 
+    /// The largest ULPDU an FPDU carries (MULPDU).
+    pub(crate) fn mulpdu(&self) -> u32 {
+        self.tx.max_ulpdu()
+    }
+
+    /// Gives the socket back, to be closed.
     pub(crate) fn take_socket(&mut self) -> Option<TcpStream<H>> {
         self.socket.take()
     }

@@ -124,6 +124,20 @@ impl Completion {
 }
 
 impl RiwCq {
+    /// Entries, and how many hold completions not yet polled.
+    pub(crate) fn usage(&self) -> (u32, u32) {
+        let used = (0..self.num_cqe)
+            .filter(|&i| {
+                let flags = self
+                    .ring
+                    .load_u8_acquire(i as usize * CQE_SIZE + CQE_FLAGS)
+                    .unwrap_or(0);
+                flags & VALID != 0
+            })
+            .count() as u32;
+        (self.num_cqe, used)
+    }
+
     /// Offset of the arming word, behind the entries.
     fn ctrl_offset(&self) -> usize {
         self.num_cqe as usize * CQE_SIZE

@@ -174,10 +174,51 @@ impl FastReg {
     }
 }
 
+/// What a region is, for those who inspect it.
+pub(crate) struct RegionInfo {
+    pub(crate) stag: u32,
+    pub(crate) kind: &'static str,
+    /// The protection domain's number, as `rdma resource show pd` prints it.
+    pub(crate) pd: u32,
+    pub(crate) access: u32,
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+    pub(crate) valid: bool,
+}
+
+/// Access rights, by name, for people.
+pub(crate) struct Rights(pub(crate) u32);
+
+impl core::fmt::Display for Rights {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let names = [
+            (access::LOCAL_WRITE, "local_write"),
+            (access::REMOTE_WRITE, "remote_write"),
+            (access::REMOTE_READ, "remote_read"),
+        ];
+        let mut first = true;
+        for (bit, name) in names {
+            if self.0 & bit != 0 {
+                if !first {
+                    f.write_str(",")?;
+                }
+                f.write_str(name)?;
+                first = false;
+            }
+        }
+        if first {
+            f.write_str("none")?;
+        }
+        Ok(())
+    }
+}
+
 /// A registered region, as the data path checks it.
 pub(crate) struct MemRegion {
     /// The protection domain, by identity.
     pd: usize,
+    /// The protection domain's tracking number, to show.
+    pd_number: u32,
     /// What the STag grants; a fast-registration region keeps its own, under its lock.
     fixed: Binding,
     backing: Backing,
@@ -394,6 +435,24 @@ impl MemRegion {
         fast.each_page(addr, len, copy)
     }
 
+    /// What the region at table index `index` is now.
+    pub(crate) fn info(&self, index: u32) -> RegionInfo {
+        let (kind, binding) = match &self.backing {
+            Backing::User(_) => ("user", self.fixed),
+            Backing::Dma(_) => ("dma", self.fixed),
+            Backing::FastReg(fast) => ("fast_reg", fast.lock().binding),
+        };
+        RegionInfo {
+            stag: (index << 8) | u32::from(binding.key),
+            kind,
+            pd: self.pd_number,
+            access: binding.access,
+            iova: binding.iova,
+            length: binding.length,
+            valid: self.valid.load(Ordering::Acquire),
+        }
+    }
+
     /// Starts a new page mapping (`ib_map_mr_sg`) of a fast-registration region.
     fn map_begin(&self) -> Result {
         let Backing::FastReg(fast) = &self.backing else {
@@ -439,6 +498,7 @@ impl RiwMr {
         let region = Arc::new(
             MemRegion {
                 pd: pd_id(pd),
+                pd_number: pd.res_id(),
                 fixed: Binding {
                     key,
                     access,
@@ -470,6 +530,11 @@ impl RiwMr {
             region.invalidate();
         }
         dev.mrs.put();
+    }
+
+    /// What the region is now.
+    pub(crate) fn info(&self) -> RegionInfo {
+        self.region.info(self.index)
     }
 
     /// Starts a new page mapping of a fast-registration region.

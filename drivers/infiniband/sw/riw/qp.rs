@@ -11,10 +11,12 @@ use crate::kernel_ext::rdma::{
     access, Device, Mtu, Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, QueueMemory,
     RecvChain, SendChain, SendOp, Sge, UData,
 };
+use crate::kernel_ext::socket::SocketAddr;
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::kernel_ext::trace;
 use crate::limits::{LIMITS, MMAP_KEY_MIN};
 use crate::mr::{pd_id, RiwMr};
+use crate::proto::Negotiated;
 use crate::uapi;
 use core::mem::{offset_of, size_of};
 use kernel::c_str;
@@ -59,6 +61,42 @@ pub(crate) trait ConnectionEndpoint: Send + Sync {
     fn posted(self: Arc<Self>);
     /// The QP asks the connection to end.
     fn close(self: Arc<Self>, mode: CloseMode);
+    /// What the connection is, for those who inspect it (may sleep).
+    fn info(&self) -> ConnectionInfo;
+}
+
+/// A snapshot of a connection, for `rdma resource show` and debugfs.
+pub(crate) struct ConnectionInfo {
+    /// Where the endpoint is in its lifecycle.
+    pub(crate) state: &'static str,
+    /// The socket's TCP state, while the endpoint has a socket.
+    pub(crate) tcp_state: Option<&'static str>,
+    pub(crate) local: Option<SocketAddr>,
+    pub(crate) remote: Option<SocketAddr>,
+    pub(crate) qp_num: Option<u32>,
+    /// What the MPA exchange settled, once it did.
+    pub(crate) mpa: Option<Negotiated>,
+    /// The largest ULPDU of an FPDU sent (MULPDU), once established.
+    pub(crate) mulpdu: Option<u32>,
+    /// Our Reads waiting for their responses (ORQ) and the peer's Read Requests not yet
+    /// answered (IRQ).
+    pub(crate) reads_out: u32,
+    pub(crate) reads_in: u32,
+    /// Bytes in the socket the peer has not acknowledged.
+    pub(crate) unacked: u32,
+}
+
+/// How full a QP's queues are, and its connection.
+pub(crate) struct QpUsage {
+    /// Send work posted and not yet taken by the engine.
+    pub(crate) sq_posted: u32,
+    pub(crate) sq_depth: u32,
+    /// Receives posted and not yet taken (none with a shared receive queue).
+    pub(crate) rq_posted: u32,
+    pub(crate) rq_depth: u32,
+    pub(crate) ird: u32,
+    pub(crate) ord: u32,
+    pub(crate) connection: Option<Arc<dyn ConnectionEndpoint>>,
 }
 
 /// Whether `bound` is `ep` (the same object, whatever the vtable of its reference).
@@ -323,6 +361,23 @@ impl RiwQp {
             dev.flusher.watch(qp.clone());
         }
         bound
+    }
+
+    /// How full the queues are, and the connection if there is one.
+    pub(crate) fn usage(qp: &Qp<RiwDevice>) -> QpUsage {
+        let this: &Self = qp;
+        let q = this.mutable.lock();
+        let sq_posted = RingCursor::send(this).posted_from(q.sq_next);
+        let rq_posted = RingCursor::recv(this).map_or(0, |r| r.posted_from(q.rq_next));
+        QpUsage {
+            sq_posted,
+            sq_depth: this.num_sqe,
+            rq_posted,
+            rq_depth: this.num_rqe,
+            ird: q.max_dest_rd_atomic,
+            ord: q.max_rd_atomic,
+            connection: q.ep.clone(),
+        }
     }
 
     /// Entries of the send queue.
@@ -693,6 +748,13 @@ impl<'a> RingCursor<'a> {
             .unwrap_or(0)
             & VALID
             != 0
+    }
+
+    /// How many entries from `next` on are posted, in a row: what waits to be taken.
+    pub(crate) fn posted_from(&self, next: u32) -> u32 {
+        (0..self.entries)
+            .take_while(|&i| self.is_valid(next.wrapping_add(i)))
+            .count() as u32
     }
 
     /// Takes the entry at `next` if it is posted: copies it out once into `entry`, hands

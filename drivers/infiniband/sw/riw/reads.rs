@@ -281,6 +281,13 @@ impl Reads {
         self.pending.is_empty() && self.requests.is_empty() && !self.responding
     }
 
+    /// Our Reads waiting for their responses, and the peer's Read Requests not yet
+    /// answered (the one being answered included).
+    pub(crate) fn occupancy(&self) -> (u32, u32) {
+        let requests = self.requests.len() as u32 + u32::from(self.responding);
+        (self.waiting, requests)
+    }
+
     /// Whether work of ours waits here: a Read for its response, zero-copy work for its
     /// pages, or finished work behind them. Only the sender adds such work.
     pub(crate) fn has_pending(&self) -> bool {

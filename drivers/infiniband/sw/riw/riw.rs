@@ -29,6 +29,8 @@ mod device;
 #[forbid(unsafe_code)]
 mod flush;
 #[forbid(unsafe_code)]
+mod inspect;
+#[forbid(unsafe_code)]
 mod limits;
 #[forbid(unsafe_code)]
 mod mr;

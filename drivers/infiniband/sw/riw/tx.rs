@@ -364,6 +364,11 @@ impl Sender {
         })
     }
 
+    /// The largest ULPDU an FPDU carries (MULPDU).
+    pub(crate) fn max_ulpdu(&self) -> u32 {
+        self.msg.max_ulpdu.into()
+    }
+
     /// Whether nothing is half-sent or held.
     pub(crate) fn is_idle(&self) -> bool {
         self.msg.message.is_none() && !self.sched.held && self.out.sent == self.out.total()

@@ -6,11 +6,13 @@
 use crate::cm::{Endpoint, Listener};
 use crate::cq::RiwCq;
 use crate::device::{RiwDevice, RiwUContext};
+use crate::inspect;
 use crate::kernel_ext::net::{NetDevice, NetdevEvent, ETH_ALEN};
 use crate::kernel_ext::rdma::{
-    CmId, ConnParam, CounterDesc, Cq, CqAttr, CqNotify, Device, DeviceAttr, DeviceOps,
-    DeviceParams, Gid, Mr, MrKeys, Mtu, Pd, PortAttr, PortState, Qp, QpAttr, QpCaps, QpInit,
-    QpModify, RecvChain, SendChain, Srq, SrqAttr, SrqModify, UData, WorkCompletion, DRIVER_ID_SIW,
+    CmId, CmIdView, ConnParam, CounterDesc, Cq, CqAttr, CqNotify, DebugfsFile, Device, DeviceAttr,
+    DeviceOps, DeviceParams, DriverDetails, Gid, Mr, MrKeys, Mtu, Pd, PortAttr, PortState, Qp,
+    QpAttr, QpCaps, QpInit, QpModify, RecvChain, SendChain, Srq, SrqAttr, SrqModify, UData,
+    WorkCompletion, DRIVER_ID_SIW,
 };
 use crate::limits::{LIMITS, MAX_MSG_SIZE, VENDOR_PART_ID};
 use crate::mr::RiwMr;
@@ -34,6 +36,8 @@ impl DeviceOps for RiwDevice {
     type Qp = RiwQp;
     type Srq = RiwSrq;
     type Mr = RiwMr;
+
+    const DEBUGFS_FILES: &'static [DebugfsFile<Self>] = inspect::DEBUGFS_FILES;
 
     fn newlink(netdev: &NetDevice) -> Result<(DeviceParams, impl PinInit<Self, Error>)> {
         RiwDevice::new(netdev)
@@ -241,5 +245,25 @@ impl DeviceOps for RiwDevice {
         if let Some(v) = values.get_mut(Stat::TcpRetransmits as usize) {
             *v += Endpoint::live_retransmits(dev);
         }
+    }
+
+    fn fill_res_qp(_dev: &Device<Self>, qp: &Qp<Self>, out: &mut DriverDetails<'_>) -> Result {
+        inspect::fill_qp(qp, out)
+    }
+
+    fn fill_res_cq(_dev: &Device<Self>, cq: &Cq<Self>, out: &mut DriverDetails<'_>) -> Result {
+        inspect::fill_cq(cq, out)
+    }
+
+    fn fill_res_mr(_dev: &Device<Self>, mr: &Mr<Self>, out: &mut DriverDetails<'_>) -> Result {
+        inspect::fill_mr(mr, out)
+    }
+
+    fn fill_res_cm_id(
+        dev: &Device<Self>,
+        id: &CmIdView<'_>,
+        out: &mut DriverDetails<'_>,
+    ) -> Result {
+        inspect::fill_cm_id(dev, id, out)
     }
 }

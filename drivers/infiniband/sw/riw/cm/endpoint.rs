@@ -10,7 +10,9 @@ use crate::device::RiwDevice;
 use crate::kernel_ext::defer::DeferKey;
 use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ETIMEDOUT};
 use crate::kernel_ext::params;
-use crate::kernel_ext::rdma::{CmEvent, CmEventKind, CmId, ConnParam, Device, DeviceRef, QpRef};
+use crate::kernel_ext::rdma::{
+    CmEvent, CmEventKind, CmId, CmIdView, ConnParam, Device, DeviceRef, QpRef,
+};
 use crate::kernel_ext::socket::{
     ratelimit, LockedSocket, SocketAddr, SocketEvent, SocketHandler, TcpState, TcpStream,
     ZeroCopyOwner,
@@ -21,7 +23,7 @@ use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, Delay
 use crate::limits::LIMITS;
 use crate::proto::mpa::{MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_PRIVATE_DATA};
 use crate::proto::{FrameKind, MpaConfig, MpaFrame, Negotiated, RtrMode};
-use crate::qp::{CloseMode, ConnectionEndpoint, RiwQp};
+use crate::qp::{CloseMode, ConnectionEndpoint, ConnectionInfo, RiwQp};
 use crate::stats::Stat;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use kernel::c_str;
@@ -119,6 +121,19 @@ impl Told {
             *self = Told::Closed;
         }
         owed
+    }
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Connecting => "CONNECTING",
+            Phase::AwaitReply => "MPA_REPLY_WAIT",
+            Phase::AwaitRequest => "MPA_REQUEST_WAIT",
+            Phase::AwaitAccept => "ACCEPT_WAIT",
+            Phase::Established => "ESTABLISHED",
+            Phase::Closed => "CLOSED",
+        }
     }
 }
 
@@ -287,6 +302,9 @@ impl Endpoint {
         let netdev = dev.netdev().ok_or(ENODEV)?;
         let config = mpa_config(param.ird, param.ord, params::peer_to_peer());
         let ep = Self::new(dev, None, config)?;
+        // Resource tracking finds the endpoint of an active id by this, as iw_cm hands a
+        // passive one's back.
+        cm_id.set_provider_data(ep.id.load(Ordering::Relaxed) as usize);
         let result = (|| {
             let mut g = ep.inner.lock();
             let mut frame = [0u8; MPA_MAX_FRAME_LEN];
@@ -661,6 +679,7 @@ impl Endpoint {
         event.remote = g.remote;
         event.private_data = private_data;
         if let Some(cm_id) = g.cm_id.take() {
+            forget_endpoint(&cm_id);
             let _ = cm_id.report(&event);
         }
         self.teardown(g, true, 0, c_str!("not connected"));
@@ -849,6 +868,7 @@ impl Endpoint {
         }
         let close_owed = g.told.close();
         if let Some(cm_id) = g.cm_id.take() {
+            forget_endpoint(&cm_id);
             if close_owed {
                 let mut event = CmEvent::new(CmEventKind::Close, status);
                 event.local = g.local;
@@ -913,10 +933,54 @@ impl Endpoint {
             .sum()
     }
 
+    /// The endpoint's number in its device's table.
+    pub(crate) fn id(&self) -> u32 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// Whether the endpoint is the one of `id`, whose provider data named it: the id it
+    /// holds, or, for a request not accepted yet, the id iw_cm made for it.
+    pub(crate) fn serves(&self, id: &CmIdView<'_>) -> bool {
+        let g = self.inner.lock();
+        match g.cm_id.as_ref() {
+            Some(cm_id) => id.is(cm_id),
+            None => g.phase == Phase::AwaitAccept,
+        }
+    }
+
+    /// A snapshot of the endpoint and its connection.
+    pub(crate) fn info(&self) -> ConnectionInfo {
+        let g = self.inner.lock();
+        let conn = g.conn.as_ref();
+        let socket = g.socket.as_ref().or_else(|| conn.and_then(|c| c.socket()));
+        let (reads_out, reads_in) = match conn {
+            Some(_) => self.link.read_queues(),
+            None => (0, 0),
+        };
+        ConnectionInfo {
+            state: g.phase.name(),
+            tcp_state: socket.map(|s| s.state_name()),
+            local: g.local,
+            remote: g.remote,
+            qp_num: g.qp.as_ref().map(|qp| qp.qp_num()),
+            mpa: conn.map(|c| c.negotiated),
+            mulpdu: conn.map(|c| c.mulpdu()),
+            reads_out,
+            reads_in,
+            unacked: socket.map_or(0, |s| s.unacked_bytes()),
+        }
+    }
+
     /// Aborts the endpoint (the device is going away).
     pub(crate) fn abort(self: &Arc<Self>) {
         self.request_close(CloseMode::Abort);
     }
+}
+
+/// The endpoint lets go of `cm_id`: its number, which a new endpoint may get, no longer
+/// names it there (resource tracking looks it up by that number).
+fn forget_endpoint(cm_id: &CmId) {
+    cm_id.set_provider_data(0);
 }
 
 impl Host for Endpoint {
@@ -952,5 +1016,9 @@ impl ConnectionEndpoint for Endpoint {
 
     fn close(self: Arc<Self>, mode: CloseMode) {
         self.request_close(mode);
+    }
+
+    fn info(&self) -> ConnectionInfo {
+        Endpoint::info(self)
     }
 }

@@ -6,7 +6,8 @@
 use super::Endpoint;
 use crate::device::RiwDevice;
 use crate::kernel_ext::errno::ECONNREFUSED;
-use crate::kernel_ext::rdma::{CmEvent, CmId, Device, DeviceRef};
+use crate::kernel_ext::rdma::{CmEvent, CmId, CmIdView, Device, DeviceRef};
+use crate::kernel_ext::socket::SocketAddr;
 use crate::kernel_ext::socket::{ratelimit, SocketEvent, SocketHandler, TcpListener};
 use crate::kernel_ext::sync::{new_mutex, Mutex};
 use crate::kernel_ext::workqueue::{DelayedWork, DelayedWorkItem};
@@ -119,6 +120,27 @@ impl Listener {
                 ep.kick();
             }
         });
+    }
+
+    /// Whether the listener listens for `id`.
+    pub(crate) fn serves(&self, id: &CmIdView<'_>) -> bool {
+        self.inner
+            .lock()
+            .cm_id
+            .as_ref()
+            .is_some_and(|cm_id| id.is(cm_id))
+    }
+
+    /// The address it listens on, while it does.
+    pub(crate) fn local_addr(&self) -> Option<SocketAddr> {
+        let inner = self.inner.lock();
+        inner.socket.as_ref()?;
+        inner.cm_id.as_ref()?.local_addr().ok()
+    }
+
+    /// The listener's number in its device's table.
+    pub(crate) fn id(&self) -> u32 {
+        self.id.load(Ordering::Relaxed)
     }
 
     /// Reports a connection request, unless the listener was closed meanwhile.
