@@ -199,13 +199,17 @@ t_churn() {
 }
 riw_check "all of it read while 3 more connections come and go" 60 t_churn || true
 
-# The tools end: their connection, listener and regions go, and so do the lines.
-t_emptied() {
-	[ -z "$HOLD" ] || kill -KILL -- -"$HOLD" 2>/dev/null || true
-	[ -z "$SERVE" ] || kill -TERM -- -"$SERVE" 2>/dev/null || true
-	riw_poll 20 files_empty
-}
-riw_check "debugfs: both files empty once the tools are gone" 40 t_emptied || true
+# The tools end (here, so that the shell that started them reaps them quietly): their
+# connection, listener and regions go, and so do the lines.
+if [ -n "$HOLD" ]; then
+	kill -KILL -- -"$HOLD" 2>/dev/null || true
+	wait "$HOLD" 2>/dev/null || true
+fi
+if [ -n "$SERVE" ]; then
+	kill -TERM -- -"$SERVE" 2>/dev/null || true
+	riw_wait "$SERVE" 10 >/dev/null || kill -KILL -- -"$SERVE" 2>/dev/null || true
+fi
+riw_check "debugfs: both files empty once the tools are gone" 40 riw_poll 20 files_empty || true
 
 t_rename() {
 	rdma dev set rss0 name rssr || return 1
