@@ -56,7 +56,8 @@ files_empty() {
 riw_check "debugfs: both files empty with nothing open" 10 files_empty || true
 
 cm=$tmp/cm
-if ! gcc -O2 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1 | riw_diag; then
+# -O1: the guest compiles slowly, and the tool only holds connections here.
+if ! gcc -O1 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1 | riw_diag; then
 	cm=
 fi
 
@@ -192,12 +193,12 @@ t_churn() {
 	local reader rc=0
 	read_all &
 	reader=$!
-	in0 "$cm" ping $SRV4 $port 3 || rc=$?
+	in0 "$cm" ping $SRV4 $port 2 || rc=$?
 	kill "$reader"
 	wait "$reader" 2>/dev/null || true
 	return $rc
 }
-riw_check "all of it read while 3 more connections come and go" 60 t_churn || true
+riw_check "all of it read while 2 more connections come and go" 60 t_churn || true
 
 # The tools end (here, so that the shell that started them reaps them quietly): their
 # connection, listener and regions go, and so do the lines.
