@@ -56,7 +56,8 @@ files_empty() {
 riw_check "debugfs: both files empty with nothing open" 10 files_empty || true
 
 cm=$tmp/cm
-if ! gcc -O2 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1 | riw_diag; then
+# -O1: the guest compiles slowly, and the tool only holds connections here.
+if ! gcc -O1 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1 | riw_diag; then
 	cm=
 fi
 
@@ -192,20 +193,24 @@ t_churn() {
 	local reader rc=0
 	read_all &
 	reader=$!
-	in0 "$cm" ping $SRV4 $port 3 || rc=$?
+	in0 "$cm" ping $SRV4 $port 2 || rc=$?
 	kill "$reader"
 	wait "$reader" 2>/dev/null || true
 	return $rc
 }
-riw_check "all of it read while 3 more connections come and go" 60 t_churn || true
+riw_check "all of it read while 2 more connections come and go" 60 t_churn || true
 
-# The tools end: their connection, listener and regions go, and so do the lines.
-t_emptied() {
-	[ -z "$HOLD" ] || kill -KILL -- -"$HOLD" 2>/dev/null || true
-	[ -z "$SERVE" ] || kill -TERM -- -"$SERVE" 2>/dev/null || true
-	riw_poll 20 files_empty
-}
-riw_check "debugfs: both files empty once the tools are gone" 40 t_emptied || true
+# The tools end (here, so that the shell that started them reaps them quietly): their
+# connection, listener and regions go, and so do the lines.
+if [ -n "$HOLD" ]; then
+	kill -KILL -- -"$HOLD" 2>/dev/null || true
+	wait "$HOLD" 2>/dev/null || true
+fi
+if [ -n "$SERVE" ]; then
+	kill -TERM -- -"$SERVE" 2>/dev/null || true
+	riw_wait "$SERVE" 10 >/dev/null || kill -KILL -- -"$SERVE" 2>/dev/null || true
+fi
+riw_check "debugfs: both files empty once the tools are gone" 40 riw_poll 20 files_empty || true
 
 t_rename() {
 	rdma dev set rss0 name rssr || return 1
