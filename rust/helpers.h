@@ -124,6 +124,7 @@ void riw_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 /* helpers/xarray.c */
 void riw_xa_init_alloc(struct xarray *xa);
 int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max);
+int riw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max, u32 *next);
 void riw_xa_lock(struct xarray *xa);
 void riw_xa_unlock(struct xarray *xa);
 void *riw_xa_find(struct xarray *xa, unsigned long *index);

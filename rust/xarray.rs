@@ -81,11 +81,14 @@ unsafe extern "C" fn release_work<T: Send + Sync>(work: *mut bindings::work_stru
 ///
 /// # Invariants
 ///
-/// `xa` is initialised; every entry is a [`Slot<T>`] that the table owns.
+/// `xa` is initialised; every entry is a [`Slot<T>`] that the table owns. `next` is only
+/// read and written by the xarray, under its lock.
 #[pin_data(PinnedDrop)]
 pub struct ArcTable<T> {
     #[pin]
     xa: Opaque<bindings::xarray>,
+    /// Where [`ArcTable::insert_cyclic`] looks first.
+    next: Opaque<u32>,
     _owns: PhantomData<Arc<T>>,
 }
 
@@ -100,6 +103,7 @@ impl<T: Send + Sync> ArcTable<T> {
         pin_init!(Self {
             // SAFETY: `xa` is valid for writes and pinned.
             xa <- Opaque::ffi_init(|xa| unsafe { bindings::riw_xa_init_alloc(xa) }),
+            next: Opaque::new(0),
             _owns: PhantomData,
         })
     }
@@ -112,6 +116,32 @@ impl<T: Send + Sync> ArcTable<T> {
         let ret =
             unsafe { bindings::riw_xa_alloc(self.xa.get(), &mut index, slot.cast(), min, max) };
         if ret != 0 {
+            // SAFETY: Not stored: the slot is still ours, and no reader saw it.
+            unsafe { Slot::release(slot) };
+            return Err(Error::from_errno(ret));
+        }
+        Ok(index)
+    }
+
+    /// As [`ArcTable::insert`], but at the first free index after the last one handed out,
+    /// wrapping at `max`: an index freed now is not reused until the rest of the range
+    /// has been, so a stale index held elsewhere finds nothing rather than a newcomer.
+    pub fn insert_cyclic(&self, min: u32, max: u32, value: Arc<T>) -> Result<u32> {
+        let slot = Slot::new(value)?;
+        let mut index = 0u32;
+        // SAFETY: Initialised by the invariant; the table takes over the slot; `next` is
+        // ours and only touched by the xarray under its lock.
+        let ret = unsafe {
+            bindings::riw_xa_alloc_cyclic(
+                self.xa.get(),
+                &mut index,
+                slot.cast(),
+                min,
+                max,
+                self.next.get(),
+            )
+        };
+        if ret < 0 {
             // SAFETY: Not stored: the slot is still ours, and no reader saw it.
             unsafe { Slot::release(slot) };
             return Err(Error::from_errno(ret));

@@ -13,6 +13,11 @@ int riw_xa_alloc(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max)
 	return xa_alloc_bh(xa, id, entry, XA_LIMIT(min, max), GFP_KERNEL);
 }
 
+int riw_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 min, u32 max, u32 *next)
+{
+	return xa_alloc_cyclic_bh(xa, id, entry, XA_LIMIT(min, max), next, GFP_KERNEL);
+}
+
 void riw_xa_lock(struct xarray *xa)
 {
 	xa_lock_bh(xa);

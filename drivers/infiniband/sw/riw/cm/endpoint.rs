@@ -223,7 +223,9 @@ impl Endpoint {
             }),
             GFP_KERNEL,
         )?;
-        let id = dev.endpoints.insert(1, u32::MAX, ep.clone())?;
+        // Not the lowest free number: iw_cm keeps a request's number in its id until the
+        // consumer answers it, and a number reused meanwhile would name another request.
+        let id = dev.endpoints.insert_cyclic(1, u32::MAX, ep.clone())?;
         ep.id.store(id, Ordering::Relaxed);
         Ok(ep)
     }
