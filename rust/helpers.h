@@ -204,6 +204,7 @@ void riw_tcp_sock_set_nodelay(struct sock *sk);
 void riw_sock_set_reuseaddr(struct sock *sk);
 void riw_sock_no_linger(struct socket *sock);
 int riw_sock_bind_to_netdev(struct socket *sock, struct net_device *ndev);
+int riw_sock_set_v6only(struct socket *sock);
 bool riw_skb_queue_empty(const struct sk_buff_head *list);
 struct skb_shared_info *riw_skb_shinfo(const struct sk_buff *skb);
 struct page *riw_skb_frag_page(const skb_frag_t *frag);

@@ -1297,14 +1297,20 @@ unsafe impl<H: SocketHandler> Sync for TcpListener<H> {}
 
 impl<H: SocketHandler> TcpListener<H> {
     /// Listens on `addr` in `netdev`'s namespace; a wildcard address is bound to `netdev`
-    /// alone, so that devices on other netdevs may listen on the same port.
+    /// alone, so that devices on other netdevs may listen on the same port. `v6_only`: an
+    /// IPv6 address leaves the IPv4 one of the same port free (`IPV6_V6ONLY`).
     pub fn listen(
         netdev: &NetDevice,
         addr: &SocketAddr,
         backlog: u32,
+        v6_only: bool,
         handler: Arc<H>,
     ) -> Result<Self> {
         let sock = RawSocket::create(netdev, addr.family())?;
+        if v6_only && matches!(addr, SocketAddr::V6 { .. }) {
+            // SAFETY: A live socket, not bound yet.
+            to_result(unsafe { bindings::riw_sock_set_v6only(sock.sock.as_ptr()) })?;
+        }
         if addr.is_wildcard() {
             // SAFETY: A live socket and device.
             to_result(unsafe {

@@ -14,6 +14,7 @@
 
 #include "helpers.h"
 #include <linux/highmem.h>
+#include <net/ipv6.h>
 #include <net/tcp.h>
 
 int riw_sock_create(struct net_device *ndev, int family, struct socket **res)
@@ -118,6 +119,11 @@ void riw_sock_no_linger(struct socket *sock)
 int riw_sock_bind_to_netdev(struct socket *sock, struct net_device *ndev)
 {
 	return sock_bindtoindex(sock->sk, ndev->ifindex, true);
+}
+
+int riw_sock_set_v6only(struct socket *sock)
+{
+	return ip6_sock_set_v6only(sock->sk);
 }
 
 bool riw_skb_queue_empty(const struct sk_buff_head *list)

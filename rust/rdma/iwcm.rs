@@ -114,6 +114,13 @@ impl CmId {
         SocketAddr::from_storage(unsafe { &(*self.raw()).m_remote_addr })
     }
 
+    /// Whether a listen on an IPv6 address leaves the IPv4 port free (`rdma_set_afonly()`,
+    /// or the namespace's `bindv6only`), as an `IPV6_V6ONLY` socket does.
+    pub fn af_only(&self) -> bool {
+        // SAFETY: Live; the bit is set before the listen hook is called, not changed after.
+        unsafe { (*self.raw()).afonly() }
+    }
+
     /// What the provider stored in the id (or, for an id created for a connection request,
     /// the event's `provider_data`).
     pub fn provider_data(&self) -> usize {

@@ -83,7 +83,14 @@ impl Listener {
             }),
             GFP_KERNEL,
         )?;
-        let socket = TcpListener::listen(&netdev, &addr, backlog.max(1), listener.clone())?;
+        // nfsd listens on the IPv4 and the IPv6 wildcard at the same port, each "AF only".
+        let socket = TcpListener::listen(
+            &netdev,
+            &addr,
+            backlog.max(1),
+            cm_id.af_only(),
+            listener.clone(),
+        )?;
         let id = dev.listeners.insert(1, u32::MAX, listener.clone())?;
         listener.id.store(id, Ordering::Relaxed);
         cm_id.set_provider_data(id as usize);
