@@ -50,8 +50,8 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# was loaded at those addresses since, which would hide whose report it is. The
 	# pyverbs suite, whose reference run is on siw, joins the shorter interoperability
 	# guest rather than booting one more.
-	with_siw=('riw_smoke\.sh' 'riw_(cm|data|compat)_riw_siw\.sh'
-		'(riw_(cm|data|compat)_siw_riw|riw_pyverbs)\.sh')
+	with_siw=('riw_smoke\.sh' 'riw_(cm|data|compat|nfs)_riw_siw\.sh'
+		'(riw_(cm|data|compat|nfs)_siw_riw|riw_pyverbs)\.sh')
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
