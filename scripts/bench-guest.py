@@ -14,7 +14,12 @@ runs under TCG move too much to judge either by. A last table takes 64 KiB bandw
 FPDU size, in rounds as well: riw sending to siw and to riw with FPDUs of one TCP segment,
 riw to riw with the larger FPDUs the two negotiate, and siw to siw.
 
-RIW_BENCH_ONLY=fpdu runs only that last table.
+Then the kernel's storage and file protocols, riw and siw taking turns for a few rounds,
+fio with direct I/O: NVMe over RDMA (nvme-rdma to nvmet-rdma exporting a memory-backed
+null_blk, on one device in the initial namespace, where both use rdma_cm) and NFSv4.2 over
+RDMA (the client in the initial namespace, nfsd in namespace 1, a file in tmpfs).
+
+RIW_BENCH_ONLY=fpdu, nvme or nfs runs only that table.
 """
 import json
 import os
@@ -218,6 +223,223 @@ def fpdu_table(configs, runs):
           ("test", "unit", *names, *[f"{n}/siw" for n in names[:-1]]), body)
 
 
+NVME_NQN = "nqn.2026-11.dev.riw:bench"
+NVME_ADDR = "198.51.100.1"
+NVME_HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:0c8d5a52-3f5e-4f49-9d3c-2b8c1a6e7f10"
+NVME_ROUNDS = int(os.environ.get("RIW_BENCH_NVME_ROUNDS", "3"))
+NVME_SECONDS = int(os.environ.get("RIW_BENCH_NVME_SECONDS", "5"))
+CFG = "/sys/kernel/config"
+# (name, fio rw, block size, queue depth, unit): IOPS for 4 KiB, MiB/s for 128 KiB, and
+# the median completion latency at queue depth 1.
+NVME_JOBS = (("4 KiB randread QD1", "randread", "4k", 1),
+             ("4 KiB randwrite QD1", "randwrite", "4k", 1),
+             ("4 KiB randread QD16", "randread", "4k", 16),
+             ("4 KiB randwrite QD16", "randwrite", "4k", 16),
+             ("128 KiB read QD8", "read", "128k", 8),
+             ("128 KiB write QD8", "write", "128k", 8))
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def nvme_setup():
+    """A veth end in the initial namespace (nvme-rdma and nvmet-rdma use rdma_cm there
+    only) and a memory-backed null_blk the target exports, so storage is not the limit."""
+    if not os.path.ismount(CFG):
+        sh(f"mount -t configfs none {CFG}")
+    sh(f"ip link add nvb0 type veth peer name nvb1")
+    sh(f"ip addr add {NVME_ADDR}/24 dev nvb0")
+    sh("ip link set nvb0 up && ip link set nvb1 up")
+    nb = f"{CFG}/nullb/riwbench"
+    os.mkdir(nb)
+    for k, v in (("memory_backed", 1), ("size", 512), ("blocksize", 4096),
+                 ("submit_queues", 2), ("power", 1)):
+        write(f"{nb}/{k}", v)
+    return "/dev/riwbench"
+
+
+def nvme_target(dev):
+    sub, port = f"{CFG}/nvmet/subsystems/{NVME_NQN}", f"{CFG}/nvmet/ports/1"
+    os.mkdir(sub)
+    write(f"{sub}/attr_allow_any_host", 1)
+    os.mkdir(f"{sub}/namespaces/1")
+    write(f"{sub}/namespaces/1/device_path", dev)
+    write(f"{sub}/namespaces/1/enable", 1)
+    os.mkdir(port)
+    for k, v in (("trtype", "rdma"), ("adrfam", "ipv4"), ("traddr", NVME_ADDR),
+                 ("trsvcid", 4420)):
+        write(f"{port}/addr_{k}", v)
+    os.symlink(sub, f"{port}/subsystems/{NVME_NQN}")
+
+
+def nvme_target_down():
+    sub, port = f"{CFG}/nvmet/subsystems/{NVME_NQN}", f"{CFG}/nvmet/ports/1"
+    os.unlink(f"{port}/subsystems/{NVME_NQN}")
+    os.rmdir(port)
+    write(f"{sub}/namespaces/1/enable", 0)
+    os.rmdir(f"{sub}/namespaces/1")
+    os.rmdir(sub)
+
+
+def nvme_blockdev():
+    for b in os.listdir("/sys/block"):
+        try:
+            with open(f"/sys/block/{b}/device/subsysnqn") as f:
+                if f.read().strip() == NVME_NQN:
+                    return f"/dev/{b}"
+        except OSError:
+            pass
+    return None
+
+
+def fio(dev, rw, bs, qd):
+    out = subprocess.run(
+        f"fio --name=b --filename={dev} --direct=1 --ioengine=libaio --rw={rw} --bs={bs} "
+        f"--iodepth={qd} --numjobs=1 --time_based --runtime={NVME_SECONDS} --ramp_time=1 "
+        "--norandommap --output-format=json", shell=True, capture_output=True, text=True)
+    try:
+        job = json.loads(out.stdout)["jobs"][0]
+    except (ValueError, KeyError, IndexError):
+        sys.stderr.write(f"bench: fio {rw} {bs} QD{qd} failed:\n{out.stdout}{out.stderr}\n")
+        return None
+    side = job["read" if "read" in rw else "write"]
+    if side["io_bytes"] == 0 or job.get("error"):
+        return None
+    return {"iops": side["iops"], "bw": side["bw_bytes"] / 2**20,
+            "lat": side["lat_ns"]["mean"] / 1000}
+
+
+def nvme_rounds():
+    """{(driver, job): [results per round]}, riw and siw taking turns."""
+    nb = nvme_setup()
+    runs = {}
+    for r in range(NVME_ROUNDS):
+        for drv in ("riw", "siw") if r % 2 == 0 else ("siw", "riw"):
+            sh(f"rdma link add nvb type {drv} netdev nvb0")
+            nvme_target(nb)
+            sh(f"nvme connect -t rdma -a {NVME_ADDR} -s 4420 -n {NVME_NQN} "
+               f"--hostnqn={NVME_HOSTNQN} --nr-io-queues=2 --queue-size=128 >/dev/null")
+            end = time.monotonic() + 30
+            while nvme_blockdev() is None and time.monotonic() < end:
+                time.sleep(0.2)
+            dev = nvme_blockdev()
+            for name, rw, bs, qd in NVME_JOBS:
+                v = fio(dev, rw, bs, qd) if dev else None
+                if v is not None:
+                    runs.setdefault((drv, name), []).append(v)
+            sh(f"nvme disconnect -n {NVME_NQN} >/dev/null")
+            nvme_target_down()
+            sh("rdma link delete nvb")
+    return runs
+
+
+def storage_rows(runs, jobs):
+    """Rows of medians, riw against siw: IOPS for 4 KiB jobs, MiB/s for larger ones, and
+    the mean latency (submission to completion) of queue depth 1 jobs."""
+    body = []
+    for name, _, bs, qd in jobs:
+        r, s = runs.get(("riw", name), []), runs.get(("siw", name), [])
+        key, unit, spec = ("iops", "IOPS", ".0f") if bs == "4k" else ("bw", "MiB/s", ".1f")
+        for key, unit, spec in ((key, unit, spec),) + ((("lat", "us", ".0f"),) if qd == 1
+                                                        else ()):
+            mr = statistics.median(x[key] for x in r) if r else None
+            ms = statistics.median(x[key] for x in s) if s else None
+            body.append((name, unit, fmt(mr, spec), fmt(ms, spec), ratio(mr, ms),
+                         " ".join(f"{a[key]:{spec}}/{b[key]:{spec}}" for a, b in zip(r, s))))
+    return body
+
+
+def nvme_table(runs):
+    table(f"NVMe over RDMA: nvme-rdma to nvmet-rdma and a memory-backed null_blk on one riw or "
+          f"siw device (initial namespace, loopback TCP), fio libaio direct, {NVME_SECONDS} s "
+          f"per job, median of {NVME_ROUNDS} rounds taking turns (us: mean latency, ratio "
+          "above 1 is riw slower)",
+          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
+          storage_rows(runs, NVME_JOBS))
+
+
+NFS_EXPORT = "/tmp/riw-bench-export"
+NFS_MNT = "/tmp/riw-bench-mnt"
+NFS_ROUNDS = int(os.environ.get("RIW_BENCH_NFS_ROUNDS", "3"))
+# (name, fio rw, block size, queue depth): IOPS for 4 KiB, MiB/s for 1 MiB.
+NFS_JOBS = (("4 KiB randread QD16", "randread", "4k", 16),
+            ("4 KiB randwrite QD16", "randwrite", "4k", 16),
+            ("1 MiB read QD4", "read", "1m", 4),
+            ("1 MiB write QD4", "write", "1m", 4))
+
+
+NFS_SRV = "203.0.113.2"
+
+
+def in_ns1(cmd):
+    """cmd in bench namespace 1's network only: mounts stay in the guest's namespace."""
+    return f"nsenter --net=/run/netns/{NS[1]} {cmd}"
+
+
+def nfs_setup():
+    """A veth pair from the initial namespace (the client's: siw connects in the namespace
+    of the connecting task, for the NFS client a kernel worker of the initial one) to
+    namespace 1 (nfsd's), nfsd's state directory and its export, a tmpfs each."""
+    # Distinct interface indexes, as in setup().
+    sh(f"ip link add nfb0 index 30 type veth peer name nfb1 netns {NS[1]} index 40")
+    sh("ip addr add 203.0.113.1/24 dev nfb0 && ip link set nfb0 up")
+    sh(f"ip -n {NS[1]} addr add {NFS_SRV}/24 dev nfb1 && ip -n {NS[1]} link set nfb1 up")
+    for d in (NFS_EXPORT, NFS_MNT, "/run/rpcbind"):
+        os.makedirs(d, exist_ok=True)
+    sh(f"mount -t tmpfs -o size=600m riw-bench {NFS_EXPORT}")
+    sh("mount -t tmpfs riw-bench-nfs /var/lib/nfs && mkdir /var/lib/nfs/v4recovery && "
+       "touch /var/lib/nfs/etab /var/lib/nfs/rmtab")
+    sh(f"fallocate -l 256M {NFS_EXPORT}/file")
+    sh(in_ns1("rpcbind -w"))
+    time.sleep(2)
+
+
+def nfs_server(up):
+    if up:
+        sh(in_ns1("mount -t nfsd nfsd /proc/fs/nfsd"))
+        # fsid=0: the export is NFSv4's root too.
+        sh(in_ns1("exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=0 "
+                  f"203.0.113.0/24:{NFS_EXPORT}"))
+        sh(in_ns1("rpc.mountd"))
+        sh(in_ns1("rpc.nfsd -G 10 -L 10 --rdma=20049 8"))
+    else:
+        sh(in_ns1("rpc.nfsd 0"))
+        sh(in_ns1("exportfs -ua"))
+        sh("pkill -x rpc.mountd; umount /proc/fs/nfsd")
+
+
+def nfs_rounds():
+    """{(driver, job): [results per round]}: NFSv4.2 over RDMA, riw and siw taking turns."""
+    nfs_setup()
+    runs = {}
+    for r in range(NFS_ROUNDS):
+        for drv in ("riw", "siw") if r % 2 == 0 else ("siw", "riw"):
+            sh(f"ip netns exec {NS[1]} rdma link add nfbs type {drv} netdev nfb1")
+            sh(f"rdma link add nfbc type {drv} netdev nfb0")
+            nfs_server(True)
+            sh(f"mount -t nfs -o vers=4.2,proto=rdma,port=20049 {NFS_SRV}:/ {NFS_MNT}")
+            for name, rw, bs, qd in NFS_JOBS:
+                v = fio(f"{NFS_MNT}/file", rw, bs, qd)
+                if v is not None:
+                    runs.setdefault((drv, name), []).append(v)
+            sh(f"umount {NFS_MNT}")
+            nfs_server(False)
+            sh("rdma link delete nfbc && rdma link delete nfbs")
+    sh("pkill -x rpcbind; umount /var/lib/nfs")
+    sh(f"umount {NFS_EXPORT}; ip link del nfb0")
+    return runs
+
+
+def nfs_table(runs):
+    table(f"NFS over RDMA: NFSv4.2 client to nfsd across a veth (riw-riw or siw-siw), fio "
+          f"libaio direct on a 256 MiB file in tmpfs, {NVME_SECONDS} s per job, median of "
+          f"{NFS_ROUNDS} rounds taking turns",
+          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
+          storage_rows(runs, NFS_JOBS))
+
+
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
@@ -264,6 +486,11 @@ def main():
         fpdu_table(*fpdu_rounds())
         sh("modprobe -r riw siw")
         return
+    only = os.environ.get("RIW_BENCH_ONLY")
+    if only in ("nvme", "nfs"):
+        (nvme_table(nvme_rounds()) if only == "nvme" else nfs_table(nfs_rounds()))
+        sh("modprobe -r riw siw")
+        return
     results = {}
     for srv_drv, cli_drv in (("riw", "riw"), ("siw", "siw"), ("riw", "siw"), ("siw", "riw")):
         devices(srv_drv, cli_drv)
@@ -303,6 +530,8 @@ def main():
           ("test", "unit", "riw-riw", "siw-siw", "TCP", "riw/siw", "riw/TCP",
            "riw/best TCP", "rounds (riw/siw/TCP)"), body)
     fpdu_table(*fpdu_rounds())
+    nvme_table(nvme_rounds())
+    nfs_table(nfs_rounds())
     sh("modprobe -r riw siw")
 
 

@@ -11,7 +11,8 @@ rc=0
 # The guest sees only what is passed on: the bench's settings, if set here.
 settings=()
 for v in RIW_BENCH_ROUNDS RIW_BENCH_ITERS_BW RIW_BENCH_ITERS_LAT RIW_BENCH_ITERS_LAT_BAR \
-	RIW_BENCH_FPDU_ROUNDS RIW_BENCH_ONLY; do
+	RIW_BENCH_FPDU_ROUNDS RIW_BENCH_NVME_ROUNDS RIW_BENCH_NVME_SECONDS RIW_BENCH_NFS_ROUNDS \
+	RIW_BENCH_ONLY; do
 	[ -z "${!v:-}" ] || settings+=("$v=${!v}")
 done
 "$RIW_TOP/selftests/vm/run.sh" --variant release --module "$(riw_module_dir release)/riw.ko" \
