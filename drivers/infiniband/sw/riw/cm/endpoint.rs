@@ -915,24 +915,22 @@ impl Endpoint {
     /// Segments TCP retransmitted so far on the sockets of `dev`'s live endpoints (a
     /// socket's count joins the device's counters when it closes).
     pub(crate) fn live_retransmits(dev: &Device<RiwDevice>) -> u64 {
-        let mut endpoints = KVec::new();
-        // Taken out of the table's lock first: each endpoint's is a mutex. One the memory
-        // for the list misses is counted when it closes.
-        dev.endpoints.for_each(|ep| {
-            let _ = endpoints.push(ep.clone(), GFP_ATOMIC);
-        });
-        endpoints
-            .iter()
-            .map(|ep| {
-                let g = ep.inner.lock();
-                let sock = g
-                    .conn
-                    .as_ref()
-                    .and_then(|c| c.socket())
-                    .or(g.socket.as_ref());
-                sock.map_or(0, |s| u64::from(s.retransmits()))
-            })
-            .sum()
+        // A walk that takes no lock between steps: each endpoint's lock is a mutex.
+        let (mut total, mut next) = (0, 0);
+        while let Some((index, ep)) = dev.endpoints.next_from(next) {
+            let g = ep.inner.lock();
+            let sock = g
+                .conn
+                .as_ref()
+                .and_then(|c| c.socket())
+                .or(g.socket.as_ref());
+            total += sock.map_or(0, |s| u64::from(s.retransmits()));
+            if index == u32::MAX {
+                break;
+            }
+            next = index + 1;
+        }
+        total
     }
 
     /// The endpoint's number in its device's table.
