@@ -229,8 +229,8 @@ NVME_HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:0c8d5a52-3f5e-4f49-9d3c-2b8c1a6e
 NVME_ROUNDS = int(os.environ.get("RIW_BENCH_NVME_ROUNDS", "3"))
 NVME_SECONDS = int(os.environ.get("RIW_BENCH_NVME_SECONDS", "5"))
 CFG = "/sys/kernel/config"
-# (name, fio rw, block size, queue depth, unit): IOPS for 4 KiB, MiB/s for 128 KiB, and
-# the median completion latency at queue depth 1.
+# (name, fio rw, block size, queue depth): IOPS for 4 KiB, MiB/s for 128 KiB, and the mean
+# latency at queue depth 1 (see storage_rows).
 NVME_JOBS = (("4 KiB randread QD1", "randread", "4k", 1),
              ("4 KiB randwrite QD1", "randwrite", "4k", 1),
              ("4 KiB randread QD16", "randread", "4k", 16),
@@ -311,28 +311,41 @@ def fio(dev, rw, bs, qd):
             "lat": side["lat_ns"]["mean"] / 1000}
 
 
-def nvme_rounds():
-    """{(driver, job): [results per round]}, riw and siw taking turns."""
-    nb = nvme_setup()
+def storage_rounds(rounds, up, down, jobs):
+    """{(driver, job): [fio results per round]}, riw and siw taking turns: `up(driver)`
+    sets a driver's run up and returns the file fio works on (None if it failed),
+    `down()` takes it down again."""
     runs = {}
-    for r in range(NVME_ROUNDS):
+    for r in range(rounds):
         for drv in ("riw", "siw") if r % 2 == 0 else ("siw", "riw"):
-            sh(f"rdma link add nvb type {drv} netdev nvb0")
-            nvme_target(nb)
-            sh(f"nvme connect -t rdma -a {NVME_ADDR} -s 4420 -n {NVME_NQN} "
-               f"--hostnqn={NVME_HOSTNQN} --nr-io-queues=2 --queue-size=128 >/dev/null")
-            end = time.monotonic() + 30
-            while nvme_blockdev() is None and time.monotonic() < end:
-                time.sleep(0.2)
-            dev = nvme_blockdev()
-            for name, rw, bs, qd in NVME_JOBS:
-                v = fio(dev, rw, bs, qd) if dev else None
+            target = up(drv)
+            for name, rw, bs, qd in jobs:
+                v = fio(target, rw, bs, qd) if target else None
                 if v is not None:
                     runs.setdefault((drv, name), []).append(v)
-            sh(f"nvme disconnect -n {NVME_NQN} >/dev/null")
-            nvme_target_down()
-            sh("rdma link delete nvb")
+            down()
     return runs
+
+
+def nvme_rounds():
+    nb = nvme_setup()
+
+    def up(drv):
+        sh(f"rdma link add nvb type {drv} netdev nvb0")
+        nvme_target(nb)
+        sh(f"nvme connect -t rdma -a {NVME_ADDR} -s 4420 -n {NVME_NQN} "
+           f"--hostnqn={NVME_HOSTNQN} --nr-io-queues=2 --queue-size=128 >/dev/null")
+        end = time.monotonic() + 30
+        while nvme_blockdev() is None and time.monotonic() < end:
+            time.sleep(0.2)
+        return nvme_blockdev()
+
+    def down():
+        sh(f"nvme disconnect -n {NVME_NQN} >/dev/null")
+        nvme_target_down()
+        sh("rdma link delete nvb")
+
+    return storage_rounds(NVME_ROUNDS, up, down, NVME_JOBS)
 
 
 def storage_rows(runs, jobs):
@@ -341,9 +354,10 @@ def storage_rows(runs, jobs):
     body = []
     for name, _, bs, qd in jobs:
         r, s = runs.get(("riw", name), []), runs.get(("siw", name), [])
-        key, unit, spec = ("iops", "IOPS", ".0f") if bs == "4k" else ("bw", "MiB/s", ".1f")
-        for key, unit, spec in ((key, unit, spec),) + ((("lat", "us", ".0f"),) if qd == 1
-                                                        else ()):
+        shown = [("iops", "IOPS", ".0f") if bs == "4k" else ("bw", "MiB/s", ".1f")]
+        if qd == 1:
+            shown.append(("lat", "us", ".0f"))
+        for key, unit, spec in shown:
             mr = statistics.median(x[key] for x in r) if r else None
             ms = statistics.median(x[key] for x in s) if s else None
             body.append((name, unit, fmt(mr, spec), fmt(ms, spec), ratio(mr, ms),
@@ -393,7 +407,6 @@ def nfs_setup():
        "touch /var/lib/nfs/etab /var/lib/nfs/rmtab")
     sh(f"fallocate -l 256M {NFS_EXPORT}/file")
     sh(in_ns1("rpcbind -w"))
-    time.sleep(2)
 
 
 def nfs_server(up):
@@ -411,22 +424,22 @@ def nfs_server(up):
 
 
 def nfs_rounds():
-    """{(driver, job): [results per round]}: NFSv4.2 over RDMA, riw and siw taking turns."""
+    """NFSv4.2 over RDMA, riw and siw taking turns (see storage_rounds)."""
     nfs_setup()
-    runs = {}
-    for r in range(NFS_ROUNDS):
-        for drv in ("riw", "siw") if r % 2 == 0 else ("siw", "riw"):
-            sh(f"ip netns exec {NS[1]} rdma link add nfbs type {drv} netdev nfb1")
-            sh(f"rdma link add nfbc type {drv} netdev nfb0")
-            nfs_server(True)
-            sh(f"mount -t nfs -o vers=4.2,proto=rdma,port=20049 {NFS_SRV}:/ {NFS_MNT}")
-            for name, rw, bs, qd in NFS_JOBS:
-                v = fio(f"{NFS_MNT}/file", rw, bs, qd)
-                if v is not None:
-                    runs.setdefault((drv, name), []).append(v)
-            sh(f"umount {NFS_MNT}")
-            nfs_server(False)
-            sh("rdma link delete nfbc && rdma link delete nfbs")
+
+    def up(drv):
+        sh(f"ip netns exec {NS[1]} rdma link add nfbs type {drv} netdev nfb1")
+        sh(f"rdma link add nfbc type {drv} netdev nfb0")
+        nfs_server(True)
+        sh(f"mount -t nfs -o vers=4.2,proto=rdma,port=20049 {NFS_SRV}:/ {NFS_MNT}")
+        return f"{NFS_MNT}/file"
+
+    def down():
+        sh(f"umount {NFS_MNT}")
+        nfs_server(False)
+        sh("rdma link delete nfbc && rdma link delete nfbs")
+
+    runs = storage_rounds(NFS_ROUNDS, up, down, NFS_JOBS)
     sh("pkill -x rpcbind; umount /var/lib/nfs")
     sh(f"umount {NFS_EXPORT}; ip link del nfb0")
     return runs
@@ -487,8 +500,11 @@ def main():
         sh("modprobe -r riw siw")
         return
     only = os.environ.get("RIW_BENCH_ONLY")
+    if only == "nvme":
+        nvme_table(nvme_rounds())
+    elif only == "nfs":
+        nfs_table(nfs_rounds())
     if only in ("nvme", "nfs"):
-        (nvme_table(nvme_rounds()) if only == "nvme" else nfs_table(nfs_rounds()))
         sh("modprobe -r riw siw")
         return
     results = {}
