@@ -68,10 +68,13 @@ pub struct SendWr {
 
 /// A chain of kernel work requests, read one at a time.
 ///
+/// Requests and their scatter/gather lists are read with unaligned loads: consumers embed
+/// them in packed descriptors (iSER's, for one), where C reads them unaligned too.
+///
 /// # Invariants
 ///
-/// `next` is NULL or a valid work request of the chain the consumer posted, unchanged for
-/// `'a`.
+/// `next` is NULL or a valid (possibly unaligned) work request of the chain the consumer
+/// posted, unchanged for `'a`.
 pub struct WrChain<'a, W> {
     next: *const W,
     _chain: PhantomData<&'a W>,
@@ -103,7 +106,7 @@ pub type RecvChain<'a> = WrChain<'a, bindings::ib_recv_wr>;
 ///
 /// # Safety
 ///
-/// `sg_list` is valid for `num_sge` entries.
+/// `sg_list` is valid for `num_sge` entries, aligned or not.
 unsafe fn read_sges(
     sg_list: *const bindings::ib_sge,
     num_sge: i32,
@@ -111,8 +114,8 @@ unsafe fn read_sges(
 ) -> Option<usize> {
     let n = usize::try_from(num_sge).ok().filter(|&n| n <= out.len())?;
     for (i, slot) in out.iter_mut().take(n).enumerate() {
-        // SAFETY: `i < num_sge`.
-        let sge = unsafe { &*sg_list.add(i) };
+        // SAFETY: `i < num_sge`; read unaligned, as the list may sit in a packed structure.
+        let sge = unsafe { sg_list.add(i).read_unaligned() };
         *slot = Sge {
             addr: sge.addr,
             length: sge.length,
@@ -129,8 +132,8 @@ impl WrChain<'_, bindings::ib_send_wr> {
         if self.next.is_null() {
             return None;
         }
-        // SAFETY: By the invariant, `next` is a valid request.
-        let wr = unsafe { &*self.next };
+        // SAFETY: By the invariant, `next` is a valid request, possibly unaligned.
+        let wr = unsafe { self.next.read_unaligned() };
         // SAFETY: The consumer's list has `num_sge` entries.
         let Some(n) = (unsafe { read_sges(wr.sg_list, wr.num_sge, sges) }) else {
             return Some(Err(()));
@@ -151,8 +154,8 @@ impl WrChain<'_, bindings::ib_send_wr> {
             bindings::ib_wr_opcode_IB_WR_RDMA_WRITE
             | bindings::ib_wr_opcode_IB_WR_RDMA_READ
             | bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
-                // SAFETY: An RDMA opcode: a `struct ib_rdma_wr`.
-                let rdma = unsafe { &*self.next.cast::<bindings::ib_rdma_wr>() };
+                // SAFETY: An RDMA opcode: a `struct ib_rdma_wr`, possibly unaligned.
+                let rdma = unsafe { self.next.cast::<bindings::ib_rdma_wr>().read_unaligned() };
                 let (remote_addr, rkey) = (rdma.remote_addr, rdma.rkey);
                 match wr.opcode {
                     bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => {
@@ -170,8 +173,8 @@ impl WrChain<'_, bindings::ib_send_wr> {
                 }
             }
             bindings::ib_wr_opcode_IB_WR_REG_MR => {
-                // SAFETY: A registration: a `struct ib_reg_wr`.
-                let reg = unsafe { &*self.next.cast::<bindings::ib_reg_wr>() };
+                // SAFETY: A registration: a `struct ib_reg_wr`, possibly unaligned.
+                let reg = unsafe { self.next.cast::<bindings::ib_reg_wr>().read_unaligned() };
                 // SAFETY: A registration names a live MR of this device (NULL is checked),
                 // which its consumer mapped and does not change until the request completes.
                 match unsafe { reg.mr.as_ref() } {
@@ -208,8 +211,8 @@ impl WrChain<'_, bindings::ib_recv_wr> {
         if self.next.is_null() {
             return None;
         }
-        // SAFETY: By the invariant, `next` is a valid request.
-        let wr = unsafe { &*self.next };
+        // SAFETY: By the invariant, `next` is a valid request, possibly unaligned.
+        let wr = unsafe { self.next.read_unaligned() };
         // SAFETY: The consumer's list has `num_sge` entries.
         let n = unsafe { read_sges(wr.sg_list, wr.num_sge, sges) };
         // SAFETY: As in `next_send`.
@@ -224,21 +227,21 @@ impl WrChain<'_, bindings::ib_recv_wr> {
 pub trait ChainLink {
     /// # Safety
     ///
-    /// `this` is a valid request.
+    /// `this` is a valid request, aligned or not.
     unsafe fn next_of(this: *const Self) -> *const Self;
 }
 
 impl ChainLink for bindings::ib_send_wr {
     unsafe fn next_of(this: *const Self) -> *const Self {
-        // SAFETY: The caller guarantees `this` is valid.
-        unsafe { (*this).next }
+        // SAFETY: The caller guarantees `this` is valid; it may be unaligned.
+        unsafe { core::ptr::addr_of!((*this).next).read_unaligned() }
     }
 }
 
 impl ChainLink for bindings::ib_recv_wr {
     unsafe fn next_of(this: *const Self) -> *const Self {
-        // SAFETY: The caller guarantees `this` is valid.
-        unsafe { (*this).next }
+        // SAFETY: The caller guarantees `this` is valid; it may be unaligned.
+        unsafe { core::ptr::addr_of!((*this).next).read_unaligned() }
     }
 }
 
