@@ -11,7 +11,7 @@ debs=(
 	qemu-system-x86 busybox-static
 	iproute2 rdma-core ibverbs-utils rdmacm-utils perftest python3-pyverbs
 	iperf3 nvme-cli fio tcpdump linux-perf qperf libfabric-bin
-	nfs-kernel-server nfs-common rpcbind
+	nfs-kernel-server nfs-common rpcbind targetcli-fb open-iscsi dbus-daemon ksmbd-tools cifs-utils
 	gcc libc6-dev libibverbs-dev librdmacm-dev
 )
 
