@@ -61,6 +61,10 @@ pub(crate) trait ConnectionEndpoint: Send + Sync {
     fn posted(self: Arc<Self>);
     /// The QP asks the connection to end.
     fn close(self: Arc<Self>, mode: CloseMode);
+    /// The QP is entering ERROR (or RESET) and takes no more work from its queues: what
+    /// the connection took from them completes as flushed now, before what is left in
+    /// them. Called without the QP's lock (the endpoint's lock comes first); may sleep.
+    fn flush_taken(&self);
     /// What the connection is, for those who inspect it (may sleep).
     fn info(&self) -> ConnectionInfo;
 }
@@ -468,6 +472,21 @@ impl RiwQp {
             .map_or(q.access_flags, |f| f & QP_ACCESS_FLAGS);
         q.max_rd_atomic = m.max_rd_atomic.unwrap_or(q.max_rd_atomic);
         q.max_dest_rd_atomic = m.max_dest_rd_atomic.unwrap_or(q.max_dest_rd_atomic);
+        let prev = q.state;
+        let entering_error = next == QpState::Error && prev != QpState::Error;
+        if entering_error || next == QpState::Reset {
+            if let Some(ep) = q.ep.clone() {
+                // Completions come in order: what the connection took from the queues (a
+                // receive it holds for the next message, Reads awaiting responses) is
+                // older than what is left in them, and a consumer draining the QP counts
+                // on the drain's completion coming last. The state stops the taking, the
+                // endpoint flushes what it took, then the queues are flushed below.
+                q.state = next;
+                drop(q);
+                ep.flush_taken();
+                q = this.mutable.lock();
+            }
+        }
         if next == QpState::Reset {
             // A QP back in RESET starts over: the consumer re-creates its rings' contents.
             q.sq_next = 0;
@@ -475,11 +494,10 @@ impl RiwQp {
             q.sq_put = 0;
             q.rq_put = 0;
         }
-        let entering_error = next == QpState::Error && q.state != QpState::Error;
-        let draining = next == QpState::Sqd && q.state == QpState::Rts;
+        let draining = next == QpState::Sqd && prev == QpState::Rts;
         let watch = entering_error && this.sq.is_user();
-        if next != q.state {
-            trace::qp_state(qp, qp.qp_num(), q.state, next, c_str!("modify_qp"));
+        if next != prev {
+            trace::qp_state(qp, qp.qp_num(), prev, next, c_str!("modify_qp"));
         }
         q.state = next;
         let (ep, mode) = if entering_error || next == QpState::Reset {
@@ -541,7 +559,10 @@ impl RiwQp {
                 ep.doorbell();
                 Ok(())
             }
-            (QpState::Error, _) => {
+            // Still bound: the modify that set ERROR flushes, after what the connection
+            // took.
+            (QpState::Error, Some(_)) => Ok(()),
+            (QpState::Error, None) => {
                 Self::flush(qp, &mut q);
                 Ok(())
             }
@@ -633,7 +654,7 @@ impl RiwQp {
             }
             Ok(())
         })();
-        if q.state == QpState::Error {
+        if q.state == QpState::Error && q.ep.is_none() {
             Self::flush(qp, &mut q);
         }
         let ep = q.ep.clone();
@@ -656,7 +677,7 @@ impl RiwQp {
             return Err(EINVAL);
         }
         let result = post_receives(&recv, &mut q.rq_put, this.caps.max_recv_sge, wrs);
-        if q.state == QpState::Error {
+        if q.state == QpState::Error && q.ep.is_none() {
             Self::flush(qp, &mut q);
         }
         result

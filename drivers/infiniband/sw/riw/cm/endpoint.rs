@@ -1018,6 +1018,17 @@ impl ConnectionEndpoint for Endpoint {
         self.request_close(mode);
     }
 
+    fn flush_taken(&self) {
+        let mut guard = self.inner.lock();
+        let g = &mut *guard;
+        if let Some(qp) = g.qp.as_ref() {
+            if let Some(conn) = g.conn.as_mut() {
+                conn.flush_tx(self, qp);
+            }
+            self.link.flush_rx(qp);
+        }
+    }
+
     fn info(&self) -> ConnectionInfo {
         Endpoint::info(self)
     }
