@@ -15,18 +15,22 @@ riw_defer modprobe -r riw
 riw_defer modprobe -r siw
 modprobe -r riw siw 2>/dev/null || true
 
+# Rounds of each loop below; make check-long (RIW_LONG) runs more.
+ROUNDS=5
+[ -z "${RIW_LONG:-}" ] || ROUNDS=20
 load_unload() {
 	local i
-	for ((i = 0; i < 20; i++)); do
+	for ((i = 0; i < ROUNDS; i++)); do
 		modprobe riw && modprobe -r riw || return 1
 	done
 	! [ -d /sys/module/riw ]
 }
-riw_check "modprobe/rmmod riw 20 times" 120 bash -c "$(declare -f load_unload); load_unload"
+riw_check "modprobe/rmmod riw $ROUNDS times" 120 \
+	bash -c "ROUNDS=$ROUNDS; $(declare -f load_unload); load_unload"
 
 modprobe siw
-riw_check "modprobe/rmmod riw 20 times with siw loaded" 120 \
-	bash -c "$(declare -f load_unload); load_unload"
+riw_check "modprobe/rmmod riw $ROUNDS times with siw loaded" 120 \
+	bash -c "ROUNDS=$ROUNDS; $(declare -f load_unload); load_unload"
 modprobe -r siw
 
 riw_netns_setup
@@ -42,7 +46,7 @@ riw_result "rmmod removed every riw device" no_riw_device
 # A netdev that goes away unregisters its device from a work item; rmmod right after it
 # must wait for that work to leave riw's code.
 queued_then_rmmod() {
-	for _ in $(seq 10); do
+	for _ in $(seq "$ROUNDS"); do
 		modprobe riw || return 1
 		ip link add riwq0 type veth peer name riwq1 || return 1
 		rdma link add riwq type riw netdev riwq0 || return 1
@@ -50,8 +54,8 @@ queued_then_rmmod() {
 		modprobe -r riw || return 1
 	done
 }
-riw_check "rmmod riw right after its netdev went away, 10 times" 120 \
-	bash -c "$(declare -f queued_then_rmmod); queued_then_rmmod"
+riw_check "rmmod riw right after its netdev went away, $ROUNDS times" 120 \
+	bash -c "ROUNDS=$ROUNDS; $(declare -f queued_then_rmmod); queued_then_rmmod"
 riw_result "no riw device left behind" no_riw_device
 
 # A process holding objects of every type (and their rings mapped) must not pin the device
