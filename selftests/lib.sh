@@ -53,6 +53,16 @@
 #                                    SERVER_CMD in namespace 1 and, once it listens on PORT,
 #                                    CLIENT_CMD in namespace 0; see its comment
 #   riw_ns_kill NS                   end what runs in namespace NS
+#   riw_initns_device RDMA_DEV NETDEV PEER ADDR
+#                                    riw loaded, a veth pair NETDEV-PEER in the initial
+#                                    namespace, ADDR/24 on NETDEV and the riw device
+#                                    RDMA_DEV on it, all removed at exit: for the kernel
+#                                    ULPs that use rdma_cm in the initial namespace only
+#   riw_block_checks DISK BACKING NAME
+#                                    three checks of a block device whose data lands in the
+#                                    target's file BACKING: 16 MiB written (O_DIRECT) and
+#                                    read back, the same bytes in BACKING, fio job NAME
+#                                    verifying every block; uses $tmp
 #   riw_kmod_results NAME            plan and report, one KTAP result each, the checks a test
 #                                    module logged as "NAME: ok|not ok N description", plus
 #                                    one more result the caller reports itself
@@ -461,3 +471,44 @@ __riw_exit() {
 	exit $rc
 }
 trap __riw_exit EXIT
+
+riw_initns_device() { # RDMA_DEV NETDEV PEER ADDR
+	modprobe riw
+	riw_defer modprobe -r riw
+	ip link add "$2" type veth peer name "$3"
+	riw_defer ip link del "$2"
+	ip addr add "$4/24" dev "$2"
+	ip link set "$2" up
+	ip link set "$3" up
+	rdma link add "$1" type riw netdev "$2"
+	riw_defer rdma link delete "$1"
+}
+
+__riw_write_read() { # DISK
+	dd if="$tmp/pattern" of="$1" bs=1M oflag=direct status=none || return
+	dd if="$1" of="$tmp/back" bs=1M count=16 iflag=direct status=none || return
+	cmp "$tmp/pattern" "$tmp/back"
+}
+
+__riw_backing_holds() { # BACKING
+	sync || return
+	cmp -n $((16 << 20)) "$tmp/pattern" "$1"
+}
+
+# Four jobs, each in its own 8 MiB of the disk, write at random and then read back and
+# verify every block; fio runs in $tmp, where it may keep its state.
+__riw_fio_verify() { # DISK NAME
+	cd "$tmp" &&
+		fio --name="$2" --filename="$1" --direct=1 --ioengine=libaio \
+			--rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=4 --size=8M \
+			--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting
+}
+
+riw_block_checks() { # DISK BACKING NAME
+	head -c $((16 << 20)) /dev/urandom >"$tmp/pattern"
+	riw_check "16 MiB written with O_DIRECT and read back: identical" 60 \
+		__riw_write_read "$1" || true
+	riw_check "the target's file holds the same 16 MiB" 60 __riw_backing_holds "$2" || true
+	riw_check "fio: 4 jobs of random 4 KiB to 128 KiB writes, depth 16, each block verified" \
+		120 __riw_fio_verify "$1" "$3" || true
+}

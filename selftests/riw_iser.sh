@@ -34,15 +34,7 @@ IMG_MB=64
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 
-modprobe riw
-riw_defer modprobe -r riw
-ip link add "$DEV" type veth peer name "$PEER"
-riw_defer ip link del "$DEV"
-ip addr add "$ADDR/24" dev "$DEV"
-ip link set "$DEV" up
-ip link set "$PEER" up
-rdma link add isriw0 type riw netdev "$DEV"
-riw_defer rdma link delete isriw0
+riw_initns_device isriw0 "$DEV" "$PEER" "$ADDR"
 
 # The guest's /etc is read-only: open-iscsi's and targetcli's state go to tmpfs, and
 # targetcli, which asks the system bus for user-space backstores, gets a bus of its own.
@@ -115,30 +107,7 @@ riw_defer iscsiadm -m node -T "$IQN" -p "$ADDR:$PORT" -I iser --logout
 riw_check "iscsiadm logs in over iSER: session up, SCSI disk attached" 60 login || true
 disk=$(iser_disk || echo /dev/null)
 
-head -c $((16 << 20)) /dev/urandom >"$tmp/pattern"
-write_read() {
-	dd if="$tmp/pattern" of="$disk" bs=1M oflag=direct status=none || return
-	dd if="$disk" of="$tmp/back" bs=1M count=16 iflag=direct status=none || return
-	cmp "$tmp/pattern" "$tmp/back"
-}
-riw_check "16 MiB written with O_DIRECT and read back: identical" 60 write_read || true
-
-target_file() {
-	sync || return
-	cmp -n $((16 << 20)) "$tmp/pattern" "$tmp/img"
-}
-riw_check "the target's file holds the same 16 MiB" 60 target_file || true
-
-# Four jobs, each in its own 8 MiB of the disk, write at random and then read back and
-# verify every block; fio runs in $tmp, where it may keep its state.
-fio_verify() {
-	cd "$tmp" &&
-		fio --name=riw-iser --filename="$disk" --direct=1 --ioengine=libaio \
-			--rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=4 --size=8M \
-			--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting
-}
-riw_check "fio: 4 jobs of random 4 KiB to 128 KiB writes, depth 16, each block verified" 120 \
-	fio_verify || true
+riw_block_checks "$disk" "$tmp/img" riw-iser
 
 logout() {
 	iscsiadm -m node -T "$IQN" -p "$ADDR:$PORT" -I iser --logout || return

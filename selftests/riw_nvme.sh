@@ -34,15 +34,7 @@ IMG_MB=64
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 
-modprobe riw
-riw_defer modprobe -r riw
-ip link add "$DEV" type veth peer name "$PEER"
-riw_defer ip link del "$DEV"
-ip addr add "$ADDR/24" dev "$DEV"
-ip link set "$DEV" up
-ip link set "$PEER" up
-rdma link add nvriw0 type riw netdev "$DEV"
-riw_defer rdma link delete nvriw0
+riw_initns_device nvriw0 "$DEV" "$PEER" "$ADDR"
 
 # The target: one subsystem, one namespace backed by a file, one RDMA port.
 target_down() {
@@ -105,30 +97,7 @@ riw_check "nvme connect over riw: admin and I/O queues up, namespace attached" 3
 	connect || true
 blk=$(nvme_blockdev || echo /dev/null)
 
-head -c $((16 << 20)) /dev/urandom >"$tmp/pattern"
-write_read() {
-	dd if="$tmp/pattern" of="$blk" bs=1M oflag=direct status=none || return
-	dd if="$blk" of="$tmp/back" bs=1M count=16 iflag=direct status=none || return
-	cmp "$tmp/pattern" "$tmp/back"
-}
-riw_check "16 MiB written with O_DIRECT and read back: identical" 30 write_read || true
-
-target_file() {
-	sync || return
-	cmp -n $((16 << 20)) "$tmp/pattern" "$tmp/img"
-}
-riw_check "the target's file holds the same 16 MiB" 60 target_file || true
-
-# Four jobs, each in its own 8 MiB of the namespace, write at random and then read back
-# and verify every block; fio runs in $tmp, where it may keep its state.
-fio_verify() {
-	cd "$tmp" &&
-		fio --name=riw-nvme --filename="$blk" --direct=1 --ioengine=libaio \
-			--rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=4 --size=8M \
-			--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting
-}
-riw_check "fio: 4 jobs of random 4 KiB to 128 KiB writes, depth 16, each block verified" 60 \
-	fio_verify || true
+riw_block_checks "$blk" "$tmp/img" riw-nvme
 
 # The link goes down while fio writes and verifies: riw ends the connections, the host's
 # controller reconnects (every second) once the link is back, and fio, whose I/O waited

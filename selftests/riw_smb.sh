@@ -29,16 +29,8 @@ mkdir -p "$share" "$mnt"
 mount -t tmpfs -o size=256m riw-smb "$share"
 riw_defer umount "$share"
 
-modprobe riw
-riw_defer modprobe -r riw
-ip link add "$DEV" type veth peer name "$PEER"
-riw_defer ip link del "$DEV"
-ip addr add "$ADDR/24" dev "$DEV"
-ip link set "$DEV" up
-ip link set "$PEER" up
 # Before ksmbd starts: it picks SMB Direct's iWARP port (5445) when it finds an iWARP device.
-rdma link add smbriw0 type riw netdev "$DEV"
-riw_defer rdma link delete smbriw0
+riw_initns_device smbriw0 "$DEV" "$PEER" "$ADDR"
 
 cat >"$tmp/ksmbd.conf" <<EOF
 [global]
