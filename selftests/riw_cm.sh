@@ -66,9 +66,7 @@ TOOLS=(rdma_server ucmatose ucmatose_v6)
 TEARDOWN=(peer_to_peer kill_client kill_server link_down link_delete rmmod)
 ZC_TESTS=(write_integrity read_integrity send_integrity mixed_order mt_post_poll)
 zc_tests=()
-# Zero-copy changes how riw's sender holds the pages, not what goes on the wire: against
-# siw, for time under the debug kernel, only make check-long (RIW_LONG) runs it again.
-if [ -n "$cm" ] && { [ "$srv_drv" = "$cli_drv" ] || [ -n "${RIW_LONG:-}" ]; }; then
+if [ -n "$cm" ]; then
 	for t in "${cm_tests[@]}"; do
 		for z in "${ZC_TESTS[@]}"; do
 			[ "${t%% *}" = "$z" ] && zc_tests+=("zc_$t (zero-copy from 1 byte, CRC)")
