@@ -13,7 +13,8 @@
 # to: siw opens a connection's socket in the namespace of the task that connects, for the
 # NFS client a kernel worker of the initial one. Through each mount: files created, renamed
 # and deleted as the server sees them, fio writing at random with every block verified, a
-# large file copied in and read back over the wire. At the end the mounts, nfsd, its helpers and both devices go,
+# large file copied in and read back over the wire; nfsd stopped and started again under a
+# write, which completes. At the end the mounts, nfsd, its helpers and both devices go,
 # with no QP or cm_id left behind. riw_nfs_riw_siw.sh and riw_nfs_siw_riw.sh run it against
 # siw both ways, one NFS version each way. RIW_LONG (make check-long) runs both versions
 # everywhere and copies a larger file.
@@ -32,7 +33,10 @@ VERSIONS=(3 4.2)
 if [ -z "${RIW_LONG:-}" ] && [ "$srv_drv" != "$cli_drv" ]; then
 	[ "$srv_drv" = riw ] && VERSIONS=(4.2) || VERSIONS=(3)
 fi
-ktap_set_plan $((2 + 5 * ${#VERSIONS[@]} + 1))
+# nfsd stopped and started again under I/O: riw to riw, and against siw under RIW_LONG.
+LOST=
+[ "$srv_drv" != "$cli_drv" ] && [ -z "${RIW_LONG:-}" ] || LOST=${VERSIONS[-1]}
+ktap_set_plan $((2 + 5 * ${#VERSIONS[@]} + ${LOST:+1} + 1))
 
 COPY_MB=16
 [ -z "${RIW_LONG:-}" ] || COPY_MB=256
@@ -165,6 +169,43 @@ for v in "${VERSIONS[@]}"; do
 		120 copy_compare || true
 	riw_check "NFSv$v: unmounted, the client's QP gone" 60 unmount || true
 done
+
+# nfsd stops while a file is written (O_DIRECT, hard mount) and starts again: the client
+# reconnects and the write completes; a file written and synced before, and the one
+# written across the outage, read back intact on both sides.
+server_lost() { # VERSION
+	local dd_pid i
+	mount_rdma "$1" || return
+	head -c $((8 << 20)) /dev/urandom >"$tmp/before" || return
+	dd if="$tmp/before" of="$mnt/before" bs=1M oflag=direct conv=fsync status=none || return
+	# 16 MiB, a quarter MiB at a time with pauses: the write spans the outage.
+	(
+		for ((i = 0; i < 64; i++)); do
+			dd if="$tmp/pattern" of="$mnt/across" bs=256k skip=$i seek=$i count=1 \
+				conv=notrunc oflag=direct status=none || exit
+			sleep 0.25
+		done
+	) &
+	dd_pid=$!
+	sleep 2
+	srv rpc.nfsd 0 || return
+	echo "nfsd stopped: client QPs $(qps nfsc0)"
+	sleep 2
+	srv rpc.nfsd -G 10 -L 10 --rdma=20049 4 || return
+	echo "nfsd started again"
+	wait "$dd_pid" || return
+	echo "the write across the outage completed: client QPs $(qps nfsc0)"
+	sync && echo 3 >/proc/sys/vm/drop_caches
+	cmp "$tmp/before" "$mnt/before" && cmp "$tmp/before" "$export_dir/before" || return
+	head -c $((16 << 20)) "$tmp/pattern" >"$tmp/across" || return
+	cmp "$tmp/across" "$mnt/across" && cmp "$tmp/across" "$export_dir/across" || return
+	rm "$mnt/before" "$mnt/across" || return
+	unmount
+}
+if [ -n "$LOST" ]; then
+	riw_check "NFSv$LOST: nfsd stopped and started under a write: the client reconnects, data intact" \
+		300 server_lost "$LOST" || true
+fi
 
 gone() {
 	server_down || return
