@@ -151,9 +151,11 @@ riw_kmod_results() { # NAME
 }
 
 riw_check() {
-	local desc=$1 rc=0
+	local desc=$1 rc=0 t0=$SECONDS
 	shift
 	riw_run "$@" || rc=$?
+	# What a check costs, for make check's time budget: those of 10 s or more.
+	[ $((SECONDS - t0)) -lt 10 ] || echo "# check took $((SECONDS - t0)) s"
 	if [ $rc -eq 0 ]; then
 		ktap_test_pass "$desc"
 	else
@@ -168,6 +170,7 @@ riw_run_part() {
 	local -n __riw_names=$3
 	shift 3
 	local -A res=() reason=()
+	local t0=$SECONDS
 	log=$(mktemp /tmp/riw-part.XXXXXX)
 	set +e
 	timeout -k 5 "$secs" "$@" >"$log" 2>&1 </dev/null &
@@ -197,6 +200,7 @@ riw_run_part() {
 		echo "# part exited with status $rc$([ $rc -ne 124 ] || echo ", timed out")"
 		riw_state | riw_diag
 	fi
+	echo "# part took $((SECONDS - t0)) s"
 	for t in "${__riw_names[@]}"; do
 		name=${t%% *}
 		desc="$name: ${t#* }"
