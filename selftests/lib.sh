@@ -53,6 +53,7 @@
 #                                    SERVER_CMD in namespace 1 and, once it listens on PORT,
 #                                    CLIENT_CMD in namespace 0; see its comment
 #   riw_ns_kill NS                   end what runs in namespace NS
+#   riw_qp_count RDMA_DEV            the QPs of RDMA_DEV's port 1, as rdma res lists them
 #   riw_initns_device RDMA_DEV NETDEV PEER ADDR
 #                                    riw loaded, a veth pair NETDEV-PEER in the initial
 #                                    namespace, ADDR/24 on NETDEV and the riw device
@@ -475,6 +476,10 @@ __riw_exit() {
 	exit $rc
 }
 trap __riw_exit EXIT
+
+riw_qp_count() { # RDMA_DEV
+	rdma res show qp link "$1/1" 2>/dev/null | grep -c lqpn || true
+}
 
 riw_initns_device() { # RDMA_DEV NETDEV PEER ADDR
 	modprobe riw

@@ -83,7 +83,7 @@ riw_check "LIO's iSER target (targetcli) listens on $ADDR:$PORT through riw" 60 
 	target_up || true
 
 riw_qps() {
-	rdma res show qp link isriw0/1 2>/dev/null | grep -c "lqpn" || true
+	riw_qp_count isriw0
 }
 
 # The SCSI disk of the session.

@@ -80,7 +80,7 @@ nvme_blockdev() {
 }
 
 riw_qps() {
-	rdma res show qp link nvriw0/1 2>/dev/null | grep -c "lqpn" || true
+	riw_qp_count nvriw0
 }
 
 # (The functions below run in `||` lists, where set -e does not apply: each step checks.)

@@ -46,7 +46,7 @@ riw_cm_ids() {
 	rdma res show cm_id link smbriw0/1 2>/dev/null | grep -c "comm \[$1\]" || true
 }
 riw_qps() {
-	rdma res show qp link smbriw0/1 2>/dev/null | grep -c "lqpn" || true
+	riw_qp_count smbriw0
 }
 
 server_up() {

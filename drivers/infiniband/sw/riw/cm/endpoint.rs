@@ -854,12 +854,8 @@ impl Endpoint {
             drop(sock);
         }
         if let Some(qp) = g.qp.take() {
-            // Work the engine took from the queues completes before what is left in them.
             if RiwQp::is_bound_to(&qp, &**self) {
-                if let Some(conn) = g.conn.as_mut() {
-                    conn.flush_tx(self, &qp);
-                }
-                self.link.flush_rx(&qp);
+                self.flush_taken_from(g.conn.as_mut(), &qp);
             }
             self.link.reset();
             // Our own reference comes back from the QP; dropped here, it is not the last.
@@ -971,6 +967,16 @@ impl Endpoint {
         }
     }
 
+    /// Work the connection took from `qp`'s queues (sends in flight, Reads awaiting
+    /// responses, a receive held for the next message) completes as flushed: before what
+    /// is left in the queues.
+    fn flush_taken_from(&self, conn: Option<&mut Connection<Endpoint>>, qp: &QpRef<RiwDevice>) {
+        if let Some(conn) = conn {
+            conn.flush_tx(self, qp);
+        }
+        self.link.flush_rx(qp);
+    }
+
     /// Aborts the endpoint (the device is going away).
     pub(crate) fn abort(self: &Arc<Self>) {
         self.request_close(CloseMode::Abort);
@@ -1022,10 +1028,7 @@ impl ConnectionEndpoint for Endpoint {
         let mut guard = self.inner.lock();
         let g = &mut *guard;
         if let Some(qp) = g.qp.as_ref() {
-            if let Some(conn) = g.conn.as_mut() {
-                conn.flush_tx(self, qp);
-            }
-            self.link.flush_rx(qp);
+            self.flush_taken_from(g.conn.as_mut(), qp);
         }
     }
 
