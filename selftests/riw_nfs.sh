@@ -97,8 +97,6 @@ server_down() {
 riw_defer server_down
 riw_check "nfsd listens for RDMA on $SRV4:20049 ($srv_drv server)" 60 server_up || true
 
-qps() { rdma res show qp link "$1/1" 2>/dev/null | grep -c lqpn || true; }
-
 mount_rdma() { # VERSION
 	local path=$export_dir
 	[ "$1" = 3 ] || path=/
@@ -107,8 +105,8 @@ mount_rdma() { # VERSION
 	grep " $mnt " /proc/mounts
 	grep " $mnt " /proc/mounts | grep -q "proto=rdma" || return
 	# The mount's transport is the client device's QP, answered by one on the server's.
-	echo "QPs: client $(qps nfsc0), server $(qps nfss0)"
-	[ "$(qps nfsc0)" -ge 1 ] && [ "$(qps nfss0)" -ge 1 ]
+	echo "QPs: client $(riw_qp_count nfsc0), server $(riw_qp_count nfss0)"
+	[ "$(riw_qp_count nfsc0)" -ge 1 ] && [ "$(riw_qp_count nfss0)" -ge 1 ]
 }
 
 file_ops() {
@@ -154,28 +152,15 @@ copy_compare() {
 
 unmount() {
 	umount "$mnt" || return
-	riw_poll 30 eval '[ "$(qps nfsc0)" -eq 0 ]'
+	riw_poll 30 eval '[ "$(riw_qp_count nfsc0)" -eq 0 ]'
 }
-
-head -c $((COPY_MB << 20)) /dev/urandom >"$tmp/pattern"
-for v in "${VERSIONS[@]}"; do
-	riw_check "NFSv$v mount over RDMA ($cli_drv client to $srv_drv server)" 60 \
-		mount_rdma "$v" || true
-	riw_check "NFSv$v: files created, renamed and deleted as the server sees them" 60 \
-		file_ops || true
-	riw_check "NFSv$v: fio, 2 jobs of random 4 KiB to 128 KiB writes, each block verified" \
-		120 fio_verify || true
-	riw_check "NFSv$v: a $COPY_MB MiB file copied in and read back over the wire, identical" \
-		120 copy_compare || true
-	riw_check "NFSv$v: unmounted, the client's QP gone" 60 unmount || true
-done
 
 # nfsd stops while a file is written (O_DIRECT, hard mount) and starts again: the client
 # reconnects and the write completes; a file written and synced before, and the one
 # written across the outage, read back intact on both sides.
-server_lost() { # VERSION
+server_lost() {
 	local dd_pid i
-	mount_rdma "$1" || return
+	mountpoint -q "$mnt" || return
 	head -c $((8 << 20)) /dev/urandom >"$tmp/before" || return
 	dd if="$tmp/before" of="$mnt/before" bs=1M oflag=direct conv=fsync status=none || return
 	# 16 MiB, a quarter MiB at a time with pauses: the write spans the outage.
@@ -189,23 +174,36 @@ server_lost() { # VERSION
 	dd_pid=$!
 	sleep 2
 	srv rpc.nfsd 0 || return
-	echo "nfsd stopped: client QPs $(qps nfsc0)"
+	echo "nfsd stopped: client QPs $(riw_qp_count nfsc0)"
 	sleep 2
 	srv rpc.nfsd -G 10 -L 10 --rdma=20049 4 || return
 	echo "nfsd started again"
 	wait "$dd_pid" || return
-	echo "the write across the outage completed: client QPs $(qps nfsc0)"
+	echo "the write across the outage completed: client QPs $(riw_qp_count nfsc0)"
 	sync && echo 3 >/proc/sys/vm/drop_caches
 	cmp "$tmp/before" "$mnt/before" && cmp "$tmp/before" "$export_dir/before" || return
 	head -c $((16 << 20)) "$tmp/pattern" >"$tmp/across" || return
 	cmp "$tmp/across" "$mnt/across" && cmp "$tmp/across" "$export_dir/across" || return
-	rm "$mnt/before" "$mnt/across" || return
-	unmount
+	rm "$mnt/before" "$mnt/across"
 }
-if [ -n "$LOST" ]; then
-	riw_check "NFSv$LOST: nfsd stopped and started under a write: the client reconnects, data intact" \
-		300 server_lost "$LOST" || true
-fi
+
+head -c $((COPY_MB << 20)) /dev/urandom >"$tmp/pattern"
+for v in "${VERSIONS[@]}"; do
+	riw_check "NFSv$v mount over RDMA ($cli_drv client to $srv_drv server)" 60 \
+		mount_rdma "$v" || true
+	riw_check "NFSv$v: files created, renamed and deleted as the server sees them" 60 \
+		file_ops || true
+	riw_check "NFSv$v: fio, 2 jobs of random 4 KiB to 128 KiB writes, each block verified" \
+		120 fio_verify || true
+	riw_check "NFSv$v: a $COPY_MB MiB file copied in and read back over the wire, identical" \
+		120 copy_compare || true
+	if [ "$v" = "$LOST" ]; then
+		riw_check "NFSv$v: nfsd stopped and started under a write: the client reconnects, data intact" \
+			300 server_lost || true
+	fi
+	riw_check "NFSv$v: unmounted, the client's QP gone" 60 unmount || true
+done
+
 
 gone() {
 	server_down || return
