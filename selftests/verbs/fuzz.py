@@ -127,6 +127,55 @@ libibverbs = ctypes.CDLL('libibverbs.so.1')
 libibverbs.ibv_wc_status_str.restype = ctypes.c_char_p
 
 
+class Raw:
+    """libibverbs without pyverbs, which always destroys children first: for a PD
+    deallocated while an MR and a QP still use it. (Not a CQ destroyed under its QP: the
+    provider unmaps the CQ's ring before asking the kernel, and again when asked again.)"""
+
+    class QPCap(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint32) for n in ('max_send_wr', 'max_recv_wr', 'max_send_sge',
+                                                   'max_recv_sge', 'max_inline_data')]
+
+    class QPInitAttr(ctypes.Structure):
+        pass
+
+    QPInitAttr._fields_ = [('qp_context', ctypes.c_void_p), ('send_cq', ctypes.c_void_p),
+                           ('recv_cq', ctypes.c_void_p), ('srq', ctypes.c_void_p),
+                           ('cap', QPCap), ('qp_type', ctypes.c_int),
+                           ('sq_sig_all', ctypes.c_int)]
+
+    def __init__(self, dev):
+        v = ctypes.CDLL('libibverbs.so.1', use_errno=True)
+        P = ctypes.c_void_p
+        for name, res, args in (
+                ('ibv_get_device_list', ctypes.POINTER(P), [ctypes.POINTER(ctypes.c_int)]),
+                ('ibv_free_device_list', None, [ctypes.POINTER(P)]),
+                ('ibv_get_device_name', ctypes.c_char_p, [P]),
+                ('ibv_open_device', P, [P]), ('ibv_close_device', ctypes.c_int, [P]),
+                ('ibv_alloc_pd', P, [P]), ('ibv_dealloc_pd', ctypes.c_int, [P]),
+                ('ibv_reg_mr', P, [P, P, ctypes.c_size_t, ctypes.c_int]),
+                ('ibv_dereg_mr', ctypes.c_int, [P]),
+                ('ibv_create_cq', P, [P, ctypes.c_int, P, P, ctypes.c_int]),
+                ('ibv_destroy_cq', ctypes.c_int, [P]),
+                ('ibv_create_qp', P, [P, ctypes.POINTER(self.QPInitAttr)]),
+                ('ibv_destroy_qp', ctypes.c_int, [P])):
+            fn = getattr(v, name)
+            fn.restype, fn.argtypes = res, args
+        self.v = v
+        n = ctypes.c_int()
+        devs = v.ibv_get_device_list(ctypes.byref(n))
+        self.ctx = None
+        for i in range(n.value):
+            if v.ibv_get_device_name(devs[i]).decode() == dev:
+                self.ctx = v.ibv_open_device(devs[i])
+        v.ibv_free_device_list(devs)
+        if not self.ctx:
+            raise OSError(ctypes.get_errno(), f'cannot open {dev}')
+
+    def close(self):
+        self.v.ibv_close_device(self.ctx)
+
+
 def wc_status(n):
     return libibverbs.ibv_wc_status_str(n).decode()
 
@@ -143,6 +192,7 @@ class Fuzzer:
         self.objs = collections.defaultdict(list)  # kind -> [Obj] alive
         self.counts = collections.Counter()  # (verb, outcome) -> n
         self.ops = 0
+        self.slowest = collections.defaultdict(lambda: (0, 0))  # op -> (seconds, op number)
         self.tracebacks = 0
         self.contract = []  # what broke the verbs contract
         self.conns = []
@@ -163,6 +213,7 @@ class Fuzzer:
         self.srv_ch, self.srv_fd = self.channel()
         self.listener = None
         self.listen()
+        self.raw = Raw(self.dev)
 
     # ---- bookkeeping ----
 
@@ -574,6 +625,47 @@ class Fuzzer:
         if o:
             self.destroy(o, 'dealloc_mw')
 
+    def op_busy(self):
+        """A PD deallocated while an MR and a QP use it: EBUSY, until they are gone."""
+        r, v, ctx = self.rng, self.raw.v, self.raw.ctx
+        pd = v.ibv_alloc_pd(ctx)
+        cq = v.ibv_create_cq(ctx, 4, None, None, 0)
+        if not (pd and cq):
+            self.contract.append(f'raw alloc_pd or create_cq failed (op {self.ops})')
+            return
+        init = Raw.QPInitAttr(send_cq=cq, recv_cq=cq, cap=Raw.QPCap(1, 1, 1, 1, 0),
+                              qp_type=e.IBV_QPT_RC)
+        users = {'qp': v.ibv_create_qp(pd, ctypes.byref(init)),
+                 'mr': v.ibv_reg_mr(pd, self.arena, 4096, e.IBV_ACCESS_LOCAL_WRITE)}
+        destroy = {'qp': v.ibv_destroy_qp, 'mr': v.ibv_dereg_mr}
+        for k in users:
+            self.counts[(f'raw {k} on a raw PD', 'ok' if users[k] else 'failed')] += 1
+        order = [k for k in users if users[k]]
+        r.shuffle(order)
+        for k in order + ['pd']:
+            if r.random() < 0.5 or k == 'pd':
+                rc = v.ibv_dealloc_pd(pd)
+                busy = any(users[u] for u in users)
+                self.counts[('dealloc_pd in use' if busy else 'dealloc_pd', errname(rc)
+                             if rc else 'ok')] += 1
+                if busy and rc != errno.EBUSY:
+                    self.contract.append(f'dealloc_pd of a PD in use: {errname(rc) if rc else 0}'
+                                         f' (op {self.ops})')
+                    if not rc:
+                        return  # the rest is lost
+                if not busy:
+                    if rc:
+                        self.contract.append(f'dealloc_pd: {errname(rc)} (op {self.ops})')
+                    break
+            if k != 'pd':
+                rc = destroy[k](users[k])
+                self.counts[('raw ' + destroy[k].__name__, errname(rc) if rc else 'ok')] += 1
+                if rc:
+                    self.contract.append(f'{destroy[k].__name__}: {errname(rc)} (op {self.ops})')
+                users[k] = None
+        if v.ibv_destroy_cq(cq):
+            self.contract.append(f'raw destroy_cq failed (op {self.ops})')
+
     def caps(self, srq):
         a, r = self.attr, self.rng
         return QPCap(max_send_wr=self.small_num(a.max_qp_wr),
@@ -909,7 +1001,7 @@ class Fuzzer:
         ('op_alloc_mw', 1), ('op_dealloc_mw', 1), ('op_create_qp', 8), ('op_destroy_qp', 3),
         ('op_modify_qp', 8), ('op_query_qp', 3), ('op_post', 10), ('op_spawn', 0.3),
         ('op_connect', 2), ('op_traffic', 14), ('op_disconnect', 1), ('op_destroy_conn', 1.5),
-        ('op_relisten', 0.3),
+        ('op_relisten', 0.3), ('op_busy', 0.5),
     ]
 
     def run(self):
@@ -923,7 +1015,11 @@ class Fuzzer:
             self.ops += 1
             if self.args.verbose:
                 print(f'op {self.ops}: {name}', flush=True)
+            t0 = time.monotonic()
             getattr(self, name)()
+            t = time.monotonic() - t0
+            if t > self.slowest[name][0]:
+                self.slowest[name] = (t, self.ops)
             self.conns = [c for c in self.conns if c.state != 'closed']
         self.pump()
         for c in self.conns:
@@ -932,6 +1028,7 @@ class Fuzzer:
             self.outcome('rdma_destroy_id', self.listener.close)
         for o in list(self.objs['ctx']):
             self.destroy(o, 'close_device')
+        self.raw.close()
         self.pump()
         self.srv_ch.close()
 
@@ -942,6 +1039,8 @@ class Fuzzer:
             verbs[verb].append(f'{what} {n}')
         for verb in sorted(verbs):
             print(f'  {verb}: {", ".join(verbs[verb])}')
+        slow = sorted(((t, n, op) for op, (t, n) in self.slowest.items()), reverse=True)[:3]
+        print('fuzz: slowest: ' + ', '.join(f'{op} {t:.1f} s (op {n})' for t, n, op in slow))
         for c in self.contract:
             print(f'fuzz: FAIL: {c}')
 
