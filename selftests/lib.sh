@@ -54,6 +54,9 @@
 #                                    CLIENT_CMD in namespace 0; see its comment
 #   riw_ns_kill NS                   end what runs in namespace NS
 #   riw_qp_count RDMA_DEV            the QPs of RDMA_DEV's port 1, as rdma res lists them
+#   riw_ns0_device DRIVER RDMA_DEV   DRIVER (riw or siw) loaded, riw_netns_setup, the device
+#                                    RDMA_DEV of DRIVER on $RIW_DEV0, all removed at exit, and
+#                                    in0 to run a command in $RIW_NS0
 #   riw_initns_device RDMA_DEV NETDEV PEER ADDR
 #                                    riw loaded, a veth pair NETDEV-PEER in the initial
 #                                    namespace, ADDR/24 on NETDEV and the riw device
@@ -479,6 +482,15 @@ trap __riw_exit EXIT
 
 riw_qp_count() { # RDMA_DEV
 	rdma res show qp link "$1/1" 2>/dev/null | grep -c lqpn || true
+}
+
+riw_ns0_device() { # DRIVER RDMA_DEV
+	modprobe "$1"
+	riw_defer modprobe -r "$1"
+	riw_netns_setup
+	in0() { ip netns exec "$RIW_NS0" "$@"; }
+	in0 rdma link add "$2" type "$1" netdev "$RIW_DEV0"
+	riw_defer rdma link delete "$2"
 }
 
 riw_initns_device() { # RDMA_DEV NETDEV PEER ADDR

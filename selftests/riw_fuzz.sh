@@ -55,12 +55,7 @@ if [ -e $kmemleak ]; then
 	riw_defer rm -f /tmp/riw-fuzz.leaks.before
 fi
 
-modprobe "$driver"
-riw_defer modprobe -r "$driver"
-riw_netns_setup
-in0() { ip netns exec "$RIW_NS0" "$@"; }
-in0 rdma link add "$dev" type "$driver" netdev "$RIW_DEV0"
-riw_defer rdma link delete "$dev"
+riw_ns0_device "$driver" "$dev"
 echo "# driver $driver, device $dev on $RIW_DEV0 $RIW_ADDR0, $secs s," \
 	"timeout scale $RIW_TIMEOUT_SCALE"
 

@@ -51,12 +51,7 @@ fi
 # subtests + "no objects left" after each part + kill (counted, gone) + churn kill
 ktap_set_plan $((${#py_tests[@]} + ${#raw_tests[@]} + 2 + 3 + 1))
 
-modprobe "$driver"
-riw_defer modprobe -r "$driver"
-riw_netns_setup
-in0() { ip netns exec "$RIW_NS0" "$@"; }
-in0 rdma link add "$dev" type "$driver" netdev "$RIW_DEV0"
-riw_defer rdma link delete "$dev"
+riw_ns0_device "$driver" "$dev"
 echo "# driver $driver, device $dev on $RIW_DEV0"
 
 # No objects of any kind on the device.

@@ -274,6 +274,12 @@ class Fuzzer:
             self.contract.append(f'{verb} failed (op {self.ops})')
         self.bury(o)
 
+    def destroy_some(self, kind, verb, chance):
+        """Destroy an object of this kind, picked at random, with this chance."""
+        o = self.pick(kind)
+        if o and self.rng.random() < chance:
+            self.destroy(o, verb)
+
     def pick(self, kind):
         lst = self.objs[kind]
         return self.rng.choice(lst) if lst else None
@@ -477,11 +483,6 @@ class Fuzzer:
         if ctx:
             self.add('ctx', ctx, [])
 
-    def op_close_context(self):
-        o = self.pick('ctx')
-        if o and self.rng.random() < 0.3:
-            self.destroy(o, 'close_device')
-
     def op_query(self):
         ctx = self.pick('ctx')
         if not ctx:
@@ -501,24 +502,19 @@ class Fuzzer:
             self.outcome('query_pkey', c.query_pkey, r.choice([0, 1, 2]),
                          r.choice([0, 1, 1000]))
 
-    def op_alloc_pd(self):
+    def create_on_context(self, kind, verb, cls, most):
+        """An object of a context picked at random, while there are fewer than most."""
         ctx = self.pick('ctx')
-        if ctx and len(self.objs['pd']) < 16:
-            pd = self.outcome('alloc_pd', PD, ctx.py)
-            if pd:
-                self.add('pd', pd, [ctx])
+        if ctx and len(self.objs[kind]) < most:
+            obj = self.outcome(verb, cls, ctx.py)
+            if obj:
+                self.add(kind, obj, [ctx])
 
-    def op_dealloc_pd(self):
-        o = self.pick('pd')
-        if o and self.rng.random() < 0.3:
-            self.destroy(o, 'dealloc_pd')
+    def op_alloc_pd(self):
+        self.create_on_context('pd', 'alloc_pd', PD, 16)
 
     def op_create_comp_channel(self):
-        ctx = self.pick('ctx')
-        if ctx and len(self.objs['cc']) < 4:
-            cc = self.outcome('create_comp_channel', CompChannel, ctx.py)
-            if cc:
-                self.add('cc', cc, [ctx])
+        self.create_on_context('cc', 'create_comp_channel', CompChannel, 4)
 
     def op_create_cq(self):
         ctx = self.pick('ctx')
@@ -532,11 +528,6 @@ class Fuzzer:
         cq = self.outcome('create_cq', CQ, ctx.py, cqe, None, cc.py if cc else None, vec)
         if cq:
             self.add('cq', cq, [ctx, cc])
-
-    def op_destroy_cq(self):
-        o = self.pick('cq')
-        if o and self.rng.random() < 0.3:
-            self.destroy(o, 'destroy_cq')
 
     def op_cq(self):
         o = self.pick('cq')
@@ -620,11 +611,6 @@ class Fuzzer:
             if mw:
                 self.add('mw', mw, [pd])
 
-    def op_dealloc_mw(self):
-        o = self.pick('mw')
-        if o:
-            self.destroy(o, 'dealloc_mw')
-
     def op_busy(self):
         """A PD deallocated while an MR and a QP use it: EBUSY, until they are gone."""
         r, v, ctx = self.rng, self.raw.v, self.raw.ctx
@@ -690,11 +676,6 @@ class Fuzzer:
         srq = self.pick('srq') if r.random() < 0.3 else None
         qp_type = e.IBV_QPT_RC if r.random() < 0.7 else r.choice(QP_TYPES)
         self.create_qp(pd, cq1, cq2, srq, qp_type, self.caps(srq), r.randint(0, 1))
-
-    def op_destroy_qp(self):
-        o = self.pick('qp')
-        if o and self.rng.random() < 0.5:
-            self.destroy(o, 'destroy_qp')
 
     def op_modify_qp(self):
         o = self.pick('qp')
@@ -993,6 +974,13 @@ class Fuzzer:
             c.ch = None
         c.state = 'closed'
 
+    # Operations that destroy an object of a kind: (kind, verb, chance).
+    DESTROY = {'op_close_context': ('ctx', 'close_device', 0.3),
+               'op_dealloc_pd': ('pd', 'dealloc_pd', 0.3),
+               'op_destroy_cq': ('cq', 'destroy_cq', 0.3),
+               'op_dealloc_mw': ('mw', 'dealloc_mw', 1),
+               'op_destroy_qp': ('qp', 'destroy_qp', 0.5)}
+
     OPS = [  # (operation, weight)
         ('op_open_context', 2), ('op_close_context', 1), ('op_query', 4),
         ('op_alloc_pd', 4), ('op_dealloc_pd', 2), ('op_create_comp_channel', 1),
@@ -1016,7 +1004,10 @@ class Fuzzer:
             if self.args.verbose:
                 print(f'op {self.ops}: {name}', flush=True)
             t0 = time.monotonic()
-            getattr(self, name)()
+            if name in self.DESTROY:
+                self.destroy_some(*self.DESTROY[name])
+            else:
+                getattr(self, name)()
             t = time.monotonic() - t0
             if t > self.slowest[name][0]:
                 self.slowest[name] = (t, self.ops)
@@ -1056,8 +1047,7 @@ def main():
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().getrandbits(32)
-    me = os.path.abspath(sys.argv[0])
-    print(f'fuzz: seed {args.seed}, reproduce with: {me} --seed {args.seed} '
+    print(f'fuzz: seed {args.seed}, reproduce with: selftests/verbs/fuzz.py --seed {args.seed} '
           f'--seconds {args.seconds:g} {args.device} {args.address}', flush=True)
     # A crash, or a verb that never returns, shows where it happened.
     faulthandler.enable()
