@@ -40,6 +40,10 @@ ln -s "$RIW_KSRC/tools/testing/selftests/kselftest" "$base/kselftest"
 ln -s "$here" "$base/riw"
 cd "$base/riw"
 
+# make check-long fuzzes the verbs for 900 s (riw_fuzz.sh), as long as "settings" lets any
+# test run.
+[ -z "${RIW_LONG:-}" ] || export kselftest_override_timeout=1800
+
 set +eu # runner.sh is not written for errexit and nounset
 BASE_DIR=$base
 . "$BASE_DIR/kselftest/runner.sh"
