@@ -749,7 +749,11 @@ class Fuzzer:
         else:
             wr.set_wr_rdma(rkey, raddr)
         if op in (e.IBV_WR_SEND_WITH_INV, e.IBV_WR_LOCAL_INV):
-            # imm_data shares its place with invalidate_rkey.
+            # imm_data shares its place with invalidate_rkey; a local invalidation names
+            # one of ours, mostly.
+            own = [m for m in mrs if m.alive]
+            if op == e.IBV_WR_LOCAL_INV and own and r.random() < 0.7:
+                rkey = r.choice(own).py.lkey
             wr.imm_data = rkey
         return wr
 
@@ -775,10 +779,19 @@ class Fuzzer:
             self.post_recv(o, mrs or self.objs['mr'])
 
     def op_spawn(self):
-        """A process that creates objects, posts on them and is SIGKILLed holding them."""
+        """A process that creates objects, connects QPs of its own or not, posts on them
+        and is SIGKILLed holding them, at any point of that."""
         seed = self.rng.getrandbits(32)
+        connect = self.rng.random() < 0.5
+        port = PORT + 1 + self.rng.randrange(64)
         sys.stdout.flush()
         pid = os.fork()
+        if pid == 0 and connect:
+            try:
+                self.connected_child(random.Random(seed), port)
+            except Exception:  # noqa: BLE001 (the child dies whatever it managed)
+                pass
+            os.kill(os.getpid(), signal.SIGKILL)
         if pid == 0:
             try:
                 r = random.Random(seed)
@@ -797,7 +810,58 @@ class Fuzzer:
                 pass
             os.kill(os.getpid(), signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
-        self.counts[('spawned process', 'killed' if os.WIFSIGNALED(status) else 'exited')] += 1
+        self.counts[('spawned process' + (' connecting' if connect else ''),
+                     'killed' if os.WIFSIGNALED(status) else 'exited')] += 1
+
+    def connected_child(self, r, port):
+        """In a spawned process: a connection of two QPs through a listener of its own,
+        traffic on it, and death after a random number of steps."""
+        steps = r.randint(1, 12)
+        ctx = Context(name=self.dev)
+        pd, cq = PD(ctx), CQ(ctx, r.choice([8, 64]))
+        mr = MR(pd, 1 << 16, RDMA_ACCESS, address=self.arena)
+        qps = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq,
+                                 cap=QPCap(16, 16, 1, 1))) for _ in range(2)]
+        for qp in qps:
+            for _ in range(r.randint(0, 8)):
+                qp.post_recv(RecvWR(wr_id=1, num_sge=1, sg=[SGE(self.arena, 4096, mr.lkey)]))
+        lch, lfd = self.channel()
+        cch, cfd = self.channel()
+        lid = CMID(creator=lch, port_space=ce.RDMA_PS_TCP)
+        lid.bind_addr(AddrInfo(src=self.addr, src_service=str(port), port_space=ce.RDMA_PS_TCP,
+                               flags=ce.RAI_PASSIVE))
+        lid.listen()
+        cid = CMID(creator=cch, port_space=ce.RDMA_PS_TCP)
+        cid.resolve_addr(AddrInfo(src=self.addr, dst=self.addr, dst_service=str(port),
+                                  port_space=ce.RDMA_PS_TCP))
+        held = []
+        deadline = time.monotonic() + r.uniform(0.05, 3)
+        while steps > 0 and time.monotonic() < deadline:
+            ready, _, _ = select.select([lfd, cfd], [], [], 0.05)
+            for fd in ready:
+                ev = CMEvent(lch if fd == lfd else cch)
+                t = ev.event_type
+                if t == ce.RDMA_CM_EVENT_ADDR_RESOLVED:
+                    cid.resolve_route()
+                elif t == ce.RDMA_CM_EVENT_ROUTE_RESOLVED:
+                    qps[0].modify(*cid.init_qp_attr(e.IBV_QPS_INIT))
+                    cid.connect(ConnParam(qp_num=qps[0].qp_num))
+                elif t == ce.RDMA_CM_EVENT_CONNECT_REQUEST:
+                    child = CMID(creator=ev, listen_id=lid)
+                    held.append(child)
+                    qps[1].modify(*child.init_qp_attr(e.IBV_QPS_INIT))
+                    child.accept(ConnParam(qp_num=qps[1].qp_num))
+                ev.ack_cm_event()
+                steps -= 1
+            for qp in qps:
+                op = r.choice(DATA_OPCODES)
+                wr = SendWR(wr_id=2, opcode=op, num_sge=1, sg=[SGE(self.arena, 4096, mr.lkey)])
+                wr.set_wr_rdma(mr.rkey, self.arena + 8192)
+                try:
+                    qp.post_send(wr)
+                except PyverbsError:
+                    pass
+            cq.poll(r.randint(0, 8))
 
     # ---- connections ----
 
@@ -836,11 +900,16 @@ class Fuzzer:
         """A connection end's PD, CQ, QP (perhaps on an SRQ), MRs and posted receives."""
         r, a = self.rng, self.attr
         pd = self.outcome('alloc_pd', PD, ctx.py)
-        cq = self.outcome('create_cq', CQ, ctx.py, r.choice([16, 64, 256]))
+        # Half the CQs raise completion events (never read), on a channel of their own.
+        cc = self.outcome('create_comp_channel', CompChannel, ctx.py) if r.random() < 0.5 \
+            else None
+        cq = self.outcome('create_cq', CQ, ctx.py, r.choice([16, 64, 256]), None, cc or None)
+        if cc:
+            cc = self.add('cc', cc, [ctx])
         if not (pd and cq):
             return
         side.pd = self.add('pd', pd, [ctx])
-        side.cq = self.add('cq', cq, [ctx])
+        side.cq = self.add('cq', cq, [ctx, cc])
         if srq:
             srq = self.outcome('create_srq', SRQ, pd, SrqInitAttr(SrqAttr(max_wr=64, max_sge=2)))
             if srq:
@@ -852,6 +921,7 @@ class Fuzzer:
                      max_inline_data=r.choice([0, 64]))
         side.qp = self.create_qp(side.pd, side.cq, side.cq, side.srq, e.IBV_QPT_RC, caps,
                                  r.randint(0, 1))
+        side.max_sge = caps.max_send_sge
         for _ in range(r.randint(1, 3)):
             addr = self.arena + r.randrange(0, ARENA // 2, 64)
             length = r.choice([64, 4096, r.randint(1, 256 << 10)])
@@ -890,9 +960,12 @@ class Fuzzer:
                 rq = side.srq or side.qp
                 if rq and rq.alive:
                     self.post_recv(rq, side.mrs)
+        # Now and then the CQs are left to overflow, or armed for an event.
         for s in (c.cli, c.srv):
-            if s.cq and s.cq.alive:
+            if s.cq and s.cq.alive and r.random() < 0.8:
                 self.poll(s.cq)
+            if s.cq and s.cq.alive and r.random() < 0.2:
+                self.outcome('req_notify_cq', s.cq.py.req_notify, r.random() < 0.5)
 
     def valid_traffic(self, side):
         """A Send (with a receive posted for it first), Write or Read within MRs that allow
@@ -919,9 +992,14 @@ class Fuzzer:
             sge = SGE(rm.info['addr'], rm.info['len'], rm.py.lkey)
             self.outcome('post_recv' if rq.kind == 'qp' else 'post_srq_recv', rq.py.post_recv,
                          RecvWR(wr_id=self.next_id(), num_sge=1, sg=[sge]))
-        wr = SendWR(wr_id=self.next_id(), opcode=op, num_sge=1,
-                    sg=[SGE(lm.info['addr'] + loff, n, lm.py.lkey)],
-                    send_flags=e.IBV_SEND_SIGNALED)
+        # The n bytes in up to four SGEs.
+        cuts = sorted(r.randint(0, n) for _ in range(min(side.max_sge - 1,
+                                                         r.choice([0, 0, 1, 3]))))
+        bounds = [0] + cuts + [n]
+        sg = [SGE(lm.info['addr'] + loff + a, b - a, lm.py.lkey)
+              for a, b in zip(bounds, bounds[1:])]
+        flags = e.IBV_SEND_SIGNALED | (e.IBV_SEND_SOLICITED if r.random() < 0.2 else 0)
+        wr = SendWR(wr_id=self.next_id(), opcode=op, num_sge=len(sg), sg=sg, send_flags=flags)
         wr.set_wr_rdma(rm.py.rkey, rm.info['addr'] + roff)
         self.outcome('post_send valid', side.qp.py.post_send, wr)
 
