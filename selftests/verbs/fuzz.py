@@ -220,8 +220,9 @@ class Fuzzer:
 
     # ---- bookkeeping ----
 
-    def outcome(self, verb, fn, *a, **kw):
-        """Run a verb; count its outcome; return its result or None if it failed."""
+    def outcome(self, verb, fn, *a, count_ok=True, **kw):
+        """Run a verb; count its outcome (a success only if count_ok); return its result or
+        None if it failed."""
         try:
             r = fn(*a, **kw)
         except PyverbsRDMAError as ex:
@@ -243,7 +244,8 @@ class Fuzzer:
                 self.tracebacks += 1
                 traceback.print_exc(file=sys.stdout)
             return None
-        self.counts[(verb, 'ok')] += 1
+        if count_ok:
+            self.counts[(verb, 'ok')] += 1
         return True if r is None else r
 
     def add(self, kind, py, parents, **info):
@@ -1073,16 +1075,16 @@ class Fuzzer:
         weights = [w for _, w in self.OPS]
         self.op_open_context()
         while time.monotonic() < deadline and (not self.args.ops or self.ops < self.args.ops):
-            self.pump()
+            self.outcome('rdma_get_cm_event', self.pump, count_ok=False)
             name = self.rng.choices(names, weights)[0]
             self.ops += 1
             if self.args.verbose:
                 print(f'op {self.ops}: {name}', flush=True)
             t0 = time.monotonic()
             if name in self.DESTROY:
-                self.destroy_some(*self.DESTROY[name])
+                self.outcome(name, self.destroy_some, *self.DESTROY[name], count_ok=False)
             else:
-                getattr(self, name)()
+                self.outcome(name, getattr(self, name), count_ok=False)
             t = time.monotonic() - t0
             if t > self.slowest[name][0]:
                 self.slowest[name] = (t, self.ops)
