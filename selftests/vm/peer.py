@@ -4,8 +4,8 @@
 commands, sent over the link between them.
 
   peer.py serve NETDEV ADDR/PREFIX     in the peer guest: ADDR on NETDEV, then run each
-                                       command that comes to ADDR:PORT, one at a time,
-                                       until told to stop
+                                       command that comes to ADDR:PORT, each as it comes
+                                       (several at a time), until told to stop
   peer.py call [--timeout S] [--wait S] ADDR COMMAND
                                        in the first guest: run COMMAND (a bash command
                                        line) in the peer at ADDR, print its output (stdout
@@ -27,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 PORT = 7999
@@ -37,23 +38,35 @@ def serve(netdev, addr):
     subprocess.run(["ip", "link", "set", netdev, "up"], check=True)
     subprocess.run(["ip", "addr", "add", addr, "dev", netdev], check=True)
     host = addr.split("/")[0]
-    with socket.create_server((host, PORT), backlog=4) as srv:
+    stop = threading.Event()
+    with socket.create_server((host, PORT), backlog=16) as srv:
+        srv.settimeout(1)
         print(f"peer: serving on {host}:{PORT}", flush=True)
-        while True:
-            conn, _ = srv.accept()
-            with conn:
-                try:
-                    req = json.loads(conn.makefile("r").readline())
-                except (OSError, ValueError):
-                    continue
-                if req.get("cmd") == STOP:
-                    conn.sendall(b'{"rc": 0, "out": ""}\n')
-                    return 0
-                rc, out = run(req.get("cmd", ""), float(req.get("timeout", 60)))
-                try:
-                    conn.sendall(json.dumps({"rc": rc, "out": out}).encode() + b"\n")
-                except OSError:
-                    pass
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                continue
+            threading.Thread(target=answer, args=(conn, stop), daemon=True).start()
+    return 0
+
+
+def answer(conn, stop):
+    """One call: a command runs while others may (a server and its client's checks)."""
+    with conn:
+        try:
+            req = json.loads(conn.makefile("r").readline())
+        except (OSError, ValueError):
+            return
+        if req.get("cmd") == STOP:
+            stop.set()
+            conn.sendall(b'{"rc": 0, "out": ""}\n')
+            return
+        rc, out = run(req.get("cmd", ""), float(req.get("timeout", 60)))
+        try:
+            conn.sendall(json.dumps({"rc": rc, "out": out}).encode() + b"\n")
+        except OSError:
+            pass
 
 
 def run(cmd, timeout):
