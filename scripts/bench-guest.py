@@ -20,17 +20,26 @@ null_blk, on one device in the initial namespace, where both use rdma_cm) and NF
 RDMA (the client in the initial namespace, nfsd in namespace 1, a file in tmpfs).
 
 RIW_BENCH_ONLY=fpdu, nvme or nfs runs only that table.
+
+Run in the first guest of two joined by a link (selftests/vm/pair.sh, RIW_PEER set), it
+runs the perftest matrix riw-riw against siw-siw across the link instead, servers in the
+peer guest, with iperf3 TCP across the same link, then the rounds taking turns (64-byte
+latency and message rate, 64 KiB bandwidth).
 """
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
 import time
 
 NS = ("bench-ns0", "bench-ns1")
-SRV = "192.0.2.2"
+# Across two guests: the server side is the peer guest, the client side this one.
+PEER = os.environ.get("RIW_PEER")
+SRV = PEER or "192.0.2.2"
+NETDEVS = ("eth0", os.environ.get("RIW_LINK")) if PEER else ("veth1", "veth0")
 SIZES = (64, 4096, 65536)
 BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
@@ -75,32 +84,61 @@ def setup():
     sh("modprobe siw")
 
 
+def setup_pair():
+    """This guest's end of the link, with the peer's address as a fixed neighbour (see
+    setup), and both drivers loaded in both guests."""
+    link, addr = os.environ["RIW_LINK"], os.environ["RIW_LINK_ADDR"]
+    sh(f"ip link set {link} up && ip addr add {addr} dev {link}")
+    # The peer guest may still be booting.
+    mac = subprocess.run(["python3", "selftests/vm/peer.py", "call", "--wait", "120", PEER,
+                          "cat /sys/class/net/eth0/address"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    sh(f"ip neigh replace {PEER} lladdr {mac} dev {link} nud permanent")
+    ours = json.loads(subprocess.run(f"ip -j link show {link}", shell=True, check=True,
+                                     capture_output=True, text=True).stdout)[0]["address"]
+    sh(in_server(f"ip neigh replace {addr.split('/')[0]} lladdr {ours} dev eth0 "
+                 "nud permanent"))
+    sh("modprobe riw && modprobe siw")
+    sh(in_server("modprobe riw && modprobe siw"))
+
+
+def in_server(cmd):
+    """cmd as it runs on the server's side: in the peer guest, or in namespace 1."""
+    if PEER:
+        return f"python3 selftests/vm/peer.py call --timeout 300 {PEER} {shlex.quote(cmd)}"
+    return f"ip netns exec {NS[1]} {cmd}"
+
+
+def in_client(cmd):
+    return cmd if PEER else f"ip netns exec {NS[0]} {cmd}"
+
+
 def devices(srv_drv, cli_drv):
-    sh(f"ip netns exec {NS[1]} rdma link add bs0 type {srv_drv} netdev veth1")
-    sh(f"ip netns exec {NS[0]} rdma link add bc0 type {cli_drv} netdev veth0")
+    sh(in_server(f"rdma link add bs0 type {srv_drv} netdev {NETDEVS[0]}"))
+    sh(in_client(f"rdma link add bc0 type {cli_drv} netdev {NETDEVS[1]}"))
 
 
 def no_devices():
     sh("rdma link delete bc0")
-    sh("rdma link delete bs0")
+    sh(in_server("rdma link delete bs0"))
 
 
 def listening(port):
-    out = subprocess.run(f"ip netns exec {NS[1]} ss -Htln sport = :{port}", shell=True,
+    out = subprocess.run(in_server(f"ss -Htln sport = :{port}"), shell=True,
                          capture_output=True, text=True).stdout
     return out.strip() != ""
 
 
 def pair(port, server, client, timeout=120):
-    """Runs server in namespace 1, then, once it listens on port, client in namespace 0;
-    the client's output."""
-    srv = subprocess.Popen(f"ip netns exec {NS[1]} {server}", shell=True,
+    """Runs server on the server's side, then, once it listens on port, client on the
+    client's; the client's output."""
+    srv = subprocess.Popen(in_server(server), shell=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     end = time.monotonic() + 10
     while not listening(port) and time.monotonic() < end:
         time.sleep(0.1)
     try:
-        cli = subprocess.run(f"ip netns exec {NS[0]} {client}", shell=True,
+        cli = subprocess.run(in_client(client), shell=True,
                              capture_output=True, text=True, timeout=timeout)
         out = cli.stdout + cli.stderr
     except subprocess.TimeoutExpired:
@@ -494,6 +532,8 @@ def table(title, head, body):
 
 
 def main():
+    if PEER:
+        return main_pair()
     setup()
     if os.environ.get("RIW_BENCH_ONLY") == "fpdu":
         fpdu_table(*fpdu_rounds())
@@ -524,6 +564,36 @@ def main():
     both = rows(results[("riw", "siw")], results[("siw", "riw")], None)
     table("riw against siw (server-client)",
           ("test", "unit", "riw-siw", "siw-riw", "ratio", ""), both)
+    median_tables(medians)
+    fpdu_table(*fpdu_rounds())
+    nvme_table(nvme_rounds())
+    nfs_table(nfs_rounds())
+    sh("modprobe -r riw siw")
+
+
+def main_pair():
+    """The matrix and the rounds across the link between two guests."""
+    setup_pair()
+    results = {}
+    for drv in ("riw", "siw"):
+        devices(drv, drv)
+        results[drv] = matrix()
+        no_devices()
+    tcp = iperf3()
+    medians = rounds()
+    print(f"\nriw and siw across a virtio-net link between two guests (release kernel, QEMU "
+          f"TCG, one vCPU each), perftest -R, {ITERS_BW} iterations (bw), {ITERS_LAT} (lat); "
+          f"iperf3 TCP {fmt(tcp, '.1f')} MiB/s")
+    table("riw-riw against siw-siw across the link (ratio above 1: riw better for bandwidth "
+          "and rate, worse for latency)",
+          ("test", "unit", "riw-riw", "siw-siw", "riw/siw", "riw/TCP"),
+          rows(results["riw"], results["siw"], tcp))
+    median_tables(medians)
+    sh("modprobe -r riw siw")
+
+
+def median_tables(medians):
+    """The rounds' medians: 64-byte latency, 64 KiB bandwidth against TCP."""
     none = (None, [])
     body = []
     for tool in LAT:
@@ -545,10 +615,6 @@ def main():
           "rounds",
           ("test", "unit", "riw-riw", "siw-siw", "TCP", "riw/siw", "riw/TCP",
            "riw/best TCP", "rounds (riw/siw/TCP)"), body)
-    fpdu_table(*fpdu_rounds())
-    nvme_table(nvme_rounds())
-    nfs_table(nfs_rounds())
-    sh("modprobe -r riw siw")
 
 
 if __name__ == "__main__":

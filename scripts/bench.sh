@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# make bench: riw and siw side by side in one guest run on the release kernel
-# (scripts/bench-guest.py), printed as tables of ratios. Builds what is missing.
+# make bench: riw and siw side by side in one guest run on the release kernel, then in two
+# guests joined by a link (scripts/bench-guest.py), printed as tables of ratios. Builds
+# what is missing.
 set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 "$RIW_TOP/scripts/install-deps.sh"
@@ -15,9 +16,23 @@ for v in RIW_BENCH_ROUNDS RIW_BENCH_ITERS_BW RIW_BENCH_ITERS_LAT RIW_BENCH_ITERS
 	RIW_BENCH_ONLY; do
 	[ -z "${!v:-}" ] || settings+=("$v=${!v}")
 done
-"$RIW_TOP/selftests/vm/run.sh" --variant release --module "$(riw_module_dir release)/riw.ko" \
-	--out "$out" --timeout 3600 -- env "${settings[@]}" python3 scripts/bench-guest.py \
-	>/dev/null || rc=$?
-cat "$out/output.log"
+module=$(riw_module_dir release)/riw.ko
+# One guest (two namespaces over a veth), then two guests joined by a link, the same
+# script in the first of them; RIW_BENCH_ONLY=two-guests runs only that, any other
+# RIW_BENCH_ONLY only the one-guest part.
+if [ "${RIW_BENCH_ONLY:-}" != two-guests ]; then
+	"$RIW_TOP/selftests/vm/run.sh" --variant release --module "$module" \
+		--out "$out" --timeout 3600 -- env "${settings[@]}" python3 scripts/bench-guest.py \
+		>/dev/null || rc=$?
+	cat "$out/output.log"
+fi
+if [ -z "${RIW_BENCH_ONLY:-}" ] || [ "$RIW_BENCH_ONLY" = two-guests ]; then
+	kept=()
+	for v in "${settings[@]}"; do [[ $v == RIW_BENCH_ONLY=* ]] || kept+=("$v"); done
+	"$RIW_TOP/selftests/vm/pair.sh" --variant release --module "$module" \
+		--out "$out/two-guests" --timeout 3600 -- env "${kept[@]}" \
+		python3 scripts/bench-guest.py >/dev/null || rc=$?
+	cat "$out/two-guests/output.log"
+fi
 rm -rf "$out"
 exit $rc

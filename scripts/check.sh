@@ -52,15 +52,18 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# guest rather than booting one more.
 	with_siw=('riw_smoke\.sh' 'riw_(cm|data|compat|nfs)_riw_siw\.sh'
 		'(riw_(cm|data|compat|nfs)_siw_riw|riw_pyverbs)\.sh')
+	# The suite between two machines runs in the first of two guests joined by a link
+	# (selftests/vm/pair.sh); siw is loaded there too.
+	two_guests='riw_two_guests\.sh'
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
-		siw=
-		for re in "${with_siw[@]}"; do [[ $t =~ ^$re$ ]] && siw=1; done
-		[ -n "$siw" ] || own+=("$t")
+		elsewhere=
+		for re in "${with_siw[@]}" "$two_guests"; do [[ $t =~ ^$re$ ]] && elsewhere=1; done
+		[ -n "$elsewhere" ] || own+=("$t")
 	done
 	filters=("^($(IFS='|'; echo "${own[*]}"))\$")
-	for re in "${with_siw[@]}"; do filters+=("^$re\$"); done
+	for re in "${with_siw[@]}" "$two_guests"; do filters+=("^$re\$"); done
 	# A guest takes 1 to 15 minutes here; one that hangs is given up on long before CI's
 	# own limit, and the others still run. make check-long fuzzes the verbs 13 minutes
 	# longer (riw_fuzz.sh) in the first.
@@ -69,7 +72,9 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	for filter in "${filters[@]}"; do
 		echo "check: guest suite on the debug kernel: $filter"
 		guest_start=$SECONDS
-		selftests/vm/kselftest.sh --variant debug --timeout "$guest_timeout" \
+		pair=()
+		[ "$filter" != "^$two_guests\$" ] || pair=(--pair)
+		selftests/vm/kselftest.sh "${pair[@]}" --variant debug --timeout "$guest_timeout" \
 			--module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kconn_test.ko" \

@@ -67,6 +67,20 @@
 #                                    target's file BACKING: 16 MiB written (O_DIRECT) and
 #                                    read back, the same bytes in BACKING, fio job NAME
 #                                    verifying every block; uses $tmp
+#   riw_peer_begin                   in a two-guest run (selftests/vm/pair.sh, $RIW_PEER set):
+#                                    wait for the peer guest (up to 120 s) and mark its
+#                                    kernel log, which the EXIT trap then scans as it scans
+#                                    ours (unless riw_peer_gone); prints its kernel release
+#   riw_peer CMD                     run the bash command line CMD in the peer (in the
+#                                    repository's top directory), print its output, return
+#                                    its status; 124 past RIW_PEER_TIMEOUT (default 60)
+#                                    seconds, 125 if the peer does not answer
+#   riw_peer_bg NAME CMD             start CMD in the peer's background, its output and
+#                                    status kept there under NAME
+#   riw_peer_wait NAME SECONDS       wait for it, print its output; return its status, 124
+#                                    on timeout (it is killed)
+#   riw_peer_gone                    the test powered the peer off: riw_peer fails at once,
+#                                    and its log is not scanned
 #   riw_kmod_results NAME            plan and report, one KTAP result each, the checks a test
 #                                    module logged as "NAME: ok|not ok N description", plus
 #                                    one more result the caller reports itself
@@ -75,6 +89,8 @@
 #
 # Every SECONDS above is multiplied by RIW_TIMEOUT_SCALE: 10 on a KASAN kernel, whose TCG
 # guest runs tens of times slower, else 1.
+
+__riw_selftests=$(realpath "$(dirname "${BASH_SOURCE[0]}")")
 
 if [ -z "${RIW_KSRC:-}" ]; then
 	echo "riw: RIW_KSRC is not set: run the tests in the guest (selftests/vm/kselftest.sh)" >&2
@@ -476,6 +492,7 @@ __riw_exit() {
 		eval "${__riw_deferred[i]}" >/dev/null 2>&1
 	done
 	__riw_splat_check || rc=$KSFT_FAIL
+	__riw_peer_splat_check || rc=$KSFT_FAIL
 	exit $rc
 }
 trap __riw_exit EXIT
@@ -532,4 +549,52 @@ riw_block_checks() { # DISK BACKING NAME
 	riw_check "the target's file holds the same 16 MiB" 60 __riw_backing_holds "$2" || true
 	riw_check "fio: 4 jobs of random 4 KiB to 128 KiB writes, depth 16, each block verified" \
 		120 __riw_fio_verify "$1" "$3" || true
+}
+
+__riw_peer_tag= __riw_peer_off=/tmp/riw-peer-off.$$
+
+__riw_peer_call() { # SECONDS CMD
+	python3 "$__riw_selftests/vm/peer.py" call --timeout "$1" "$RIW_PEER" "$2"
+}
+
+riw_peer_begin() {
+	__riw_peer_tag="riw-selftest: begin $(basename "$0") on the peer $$.$RANDOM"
+	riw_defer rm -f "$__riw_peer_off"
+	python3 "$__riw_selftests/vm/peer.py" call --wait 120 "$RIW_PEER" \
+		"echo '<6>$__riw_peer_tag' >/dev/kmsg; uname -r"
+}
+
+riw_peer() { # CMD
+	[ ! -e "$__riw_peer_off" ] || return 125
+	__riw_peer_call $((${RIW_PEER_TIMEOUT:-60} * RIW_TIMEOUT_SCALE)) "$1"
+}
+
+riw_peer_bg() { # NAME CMD
+	riw_peer "rm -f /tmp/peer-$1.*; setsid bash -c $(printf %q "($2) </dev/null >/tmp/peer-$1.log 2>&1; echo \$? >/tmp/peer-$1.rc") >/dev/null 2>&1 </dev/null & echo \$! >/tmp/peer-$1.pid"
+}
+
+riw_peer_wait() { # NAME SECONDS
+	local secs=$(($2 * RIW_TIMEOUT_SCALE))
+	RIW_PEER_TIMEOUT=$(($2 + 30)) riw_peer "
+		timeout $secs bash -c 'until [ -e /tmp/peer-$1.rc ]; do sleep 0.2; done'
+		cat /tmp/peer-$1.log
+		[ -e /tmp/peer-$1.rc ] && exit \$(cat /tmp/peer-$1.rc)
+		kill -KILL -- -\$(cat /tmp/peer-$1.pid); echo '# timed out after $secs s: $1 in the peer'
+		exit 124"
+}
+
+riw_peer_gone() {
+	touch "$__riw_peer_off"
+}
+
+__riw_peer_splat_check() {
+	local log
+	[ -n "$__riw_peer_tag" ] && [ ! -e "$__riw_peer_off" ] || return 0
+	log=$(__riw_peer_call 60 dmesg) || { echo "# no kernel log from the peer"; return 1; }
+	log=$(awk -v tag="$__riw_peer_tag" 'seen; index($0, tag) { seen = 1 }' <<<"$log" |
+		__riw_without_siw_lockdep)
+	grep -qE "$__riw_splats" <<<"$log" || return 0
+	echo "# the peer's kernel log has a splat since $(basename "$0") began:"
+	riw_diag <<<"$log" | head -n 200
+	return 1
 }

@@ -15,6 +15,7 @@
 # on an RNIC, does not see it (siw's neither). That needs two machines.
 set -eu
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nvmet.sh"
 
 ktap_print_header
 command -v nvme >/dev/null || riw_skip_all "nvme-cli not installed"
@@ -36,31 +37,12 @@ riw_defer rm -rf "$tmp"
 
 riw_initns_device nvriw0 "$DEV" "$PEER" "$ADDR"
 
-# The target: one subsystem, one namespace backed by a file, one RDMA port.
-target_down() {
-	rm -f "$cfg/nvmet/ports/1/subsystems/$NQN"
-	rmdir "$cfg/nvmet/ports/1" 2>/dev/null || true
-	echo 0 >"$cfg/nvmet/subsystems/$NQN/namespaces/1/enable" 2>/dev/null || true
-	rmdir "$cfg/nvmet/subsystems/$NQN/namespaces/1" 2>/dev/null || true
-	rmdir "$cfg/nvmet/subsystems/$NQN" 2>/dev/null || true
+target_up() {
+	nvmet_up "$NQN" "$ADDR" "$PORT" "$tmp/img" "$IMG_MB"
 }
 
-target_up() {
-	local sub=$cfg/nvmet/subsystems/$NQN port=$cfg/nvmet/ports/1
-	truncate -s "${IMG_MB}M" "$tmp/img"
-	mkdir "$sub"
-	echo 1 >"$sub/attr_allow_any_host"
-	mkdir "$sub/namespaces/1"
-	echo "$tmp/img" >"$sub/namespaces/1/device_path"
-	echo 1 >"$sub/namespaces/1/buffered_io"
-	echo 1 >"$sub/namespaces/1/enable"
-	mkdir "$port"
-	echo rdma >"$port/addr_trtype"
-	echo ipv4 >"$port/addr_adrfam"
-	echo "$ADDR" >"$port/addr_traddr"
-	echo "$PORT" >"$port/addr_trsvcid"
-	# Linking the subsystem enables the port: nvmet-rdma listens through rdma_cm.
-	ln -s "$sub" "$port/subsystems/$NQN"
+target_down() {
+	nvmet_down "$NQN"
 }
 
 riw_defer target_down

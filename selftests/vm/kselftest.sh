@@ -4,11 +4,12 @@
 # Run riw's selftests in the test guest and sum them up:
 #
 #   selftests/vm/kselftest.sh [--variant debug|release] [--module FILE.ko]... [--filter REGEX]
-#                             [--timeout SECONDS] [--out DIR]
+#                             [--timeout SECONDS] [--out DIR] [--pair]
 #
 # Prints the KTAP stream of selftests/run_kselftest.sh as the guest writes it (the kernel
 # console goes to OUT/console.log only), then one line "guest: N passed, N failed, N skipped"
-# counting the top-level results. A run that did not complete (panic, timeout, no result, no
+# counting the top-level results. --pair runs them in the first of two guests joined by a
+# link (selftests/vm/pair.sh), where the suites that need a peer guest find it. A run that did not complete (panic, timeout, no result, no
 # plan, fewer results than planned) counts as one more failed test.
 # Exits 0 if nothing failed, else run.sh's status when the run itself failed (120-123, see
 # run.sh), else 1. Without --out, OUT is a temporary directory kept only after a failure.
@@ -19,13 +20,14 @@ usage() {
 	exit 2
 }
 
-run_args=() filter=() out= keep_out=1 timeout=3600
+run_args=() filter=() out= keep_out=1 timeout=3600 runner=run.sh
 while [ $# -gt 0 ]; do
 	case $1 in
 	--variant | --module) run_args+=("$1" "${2:?}"); shift 2 ;;
 	--filter) filter=(--filter "${2:?}"); shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
+	--pair) runner=pair.sh; shift ;;
 	*) usage ;;
 	esac
 done
@@ -39,7 +41,7 @@ rm -f "$ktap"
 # The guest writes COMMAND's output to OUT/output.log as it goes, free of kernel messages.
 echo "# riw: guest console in $out/console.log" >&2
 here=$(dirname "${BASH_SOURCE[0]}")
-"$here/run.sh" "${run_args[@]}" --timeout "$timeout" --out "$out" \
+"$here/$runner" "${run_args[@]}" --timeout "$timeout" --out "$out" \
 	-- selftests/run_kselftest.sh "${filter[@]}" >/dev/null &
 vm=$!
 tail -n +1 -F --pid=$vm "$ktap" 2>/dev/null &

@@ -5,7 +5,8 @@
 #
 #   selftests/vm/run.sh [--variant debug|release] [--kernel BZIMAGE] [--module FILE.ko]...
 #                       [--timeout SECONDS] [--out DIR] [--smp N] [--mem SIZE]
-#                       [--plugin FILE.so[,ARG=VALUE...]] -- COMMAND [ARGS...]
+#                       [--plugin FILE.so[,ARG=VALUE...]] [--link DIR:SIDE]...
+#                       -- COMMAND [ARGS...]
 #
 # The guest (QEMU, TCG) chroots into the host's / shared read-only over 9p, with tmpfs on /tmp,
 # /run, /var/tmp, /root and /lib/modules, and runs COMMAND in the repository's top directory
@@ -14,7 +15,10 @@
 # writable at the same path; it keeps console.log (the whole serial console), output.log
 # (COMMAND's output alone) and dmesg.log (the guest's kernel log at the end). Without --out,
 # DIR is a fresh temporary directory, removed when the run succeeds. --plugin loads a QEMU TCG
-# plugin with its arguments (scripts/tcg-profile.sh).
+# plugin with its arguments (scripts/tcg-profile.sh). --link gives the guest a virtio-net NIC
+# (eth0, eth1, ... in the order given) whose frames go, as datagrams on the host's Unix sockets
+# DIR/link-SIDE.sock, to the guest started with the other SIDE (1 or 2) of the same DIR:
+# one Ethernet link between two guests and nothing else (selftests/vm/pair.sh).
 # /lib/modules/$(uname -r) holds the kernel's modules plus each --module file under extra/,
 # indexed by depmod, so modprobe and request_module() autoloading work.
 #
@@ -44,7 +48,7 @@ fail() {
 }
 
 variant=debug kernel= timeout=600 out= smp=2 mem=2G
-modules=() plugin=()
+modules=() plugin=() links=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--variant) variant=${2:?}; shift 2 ;;
@@ -55,6 +59,7 @@ while [ $# -gt 0 ]; do
 	--smp) smp=${2:?}; shift 2 ;;
 	--mem) mem=${2:?}; shift 2 ;;
 	--plugin) plugin=(-plugin "${2:?}"); shift 2 ;;
+	--link) links+=("${2:?}"); shift 2 ;;
 	--) shift; break ;;
 	*) usage ;;
 	esac
@@ -119,6 +124,20 @@ EOF
 	printf '\n'
 } >"$out/.riw-vm/cmd"
 
+# Each link: this side's socket, bound by QEMU (a stale one from an earlier run would make
+# the bind fail), and the other side's, to which frames go once that guest has bound it.
+nics=()
+for link in "${links[@]}"; do
+	dir=${link%:*} side=${link##*:}
+	[[ $side =~ ^[12]$ ]] && [ -d "$dir" ] || fail "--link wants DIR:1 or DIR:2 with DIR a directory"
+	dir=$(realpath "$dir")
+	rm -f "$dir/link-$side.sock"
+	n=$((${#nics[@]} / 4))
+	mac=$(printf '52:54:00:72:%02x:%02x' "$n" "$side") # unique per link and side
+	nics+=(-netdev "dgram,id=link$n,local.type=unix,local.path=$dir/link-$side.sock,remote.type=unix,remote.path=$dir/link-$((3 - side)).sock"
+		-device "virtio-net-pci,netdev=link$n,mac=$mac")
+done
+
 console=$out/console.log
 start=$SECONDS
 echo "riw-vm: booting $kernel (output in $out)"
@@ -139,7 +158,7 @@ timeout --foreground -k 10 "$timeout" \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev local,id=out,path="$out",security_model=none,multidevs=remap \
 		-device virtio-9p-pci,fsdev=out,mount_tag=riwout \
-		"${plugin[@]}" \
+		"${plugin[@]}" "${nics[@]}" \
 	</dev/null || rc=$?
 echo "riw-vm: guest ran $((SECONDS - start)) s"
 

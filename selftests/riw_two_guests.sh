@@ -1,0 +1,252 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# riw between two machines: this guest and its peer guest, joined by a virtio-net link
+# (selftests/vm/pair.sh), each with its own kernel, so nothing is delivered locally as over
+# veth. For each pairing of drivers, here and there (riw and riw, riw and siw, siw and riw),
+# stock programs run across the link with riw as server and as client: rping -V from 23 B
+# to 64 KiB, ucmatose, perftest over rdma_cm (Write and Read bandwidth, Send latency), and
+# the kernel's NVMe/RDMA host here against nvmet-rdma there, with fio verifying. Then, riw
+# at both ends: the link goes down and up under rping -V, and the peer guest is powered off
+# under rping -V, after which this side ends what it had (QPs and cm_ids gone, no splat,
+# no leak) and deletes its device.
+#
+# Skipped outside a two-guest run (make check runs it in one).
+set -eu
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nvmet.sh"
+
+ktap_print_header
+[ -n "${RIW_PEER:-}" ] || riw_skip_all "no peer guest (selftests/vm/kselftest.sh --pair)"
+PAIRINGS=("riw riw" "riw siw" "siw riw")
+# Per pairing: rping sizes with where the client runs, and perftest runs; make check-long
+# runs more of them, and ucmatose with its client in the peer as well.
+RPINGS=("23 here" "65535 peer") PERFTESTS=("ib_read_bw -s 65536" "ib_send_lat -s 64")
+if [ -n "${RIW_LONG:-}" ]; then
+	RPINGS+=("4096 peer" "65535 here")
+	PERFTESTS+=("ib_write_bw -s 65536" "ib_write_lat -s 64" "ib_read_lat -s 64")
+fi
+per_pairing=$((${#RPINGS[@]} + ${#PERFTESTS[@]} + 5))
+[ -z "${RIW_LONG:-}" ] || per_pairing=$((per_pairing + 1))
+ktap_set_plan $((${#PAIRINGS[@]} * per_pairing + 6))
+
+tmp=$(mktemp -d)
+riw_defer rm -rf "$tmp"
+ip link set "$RIW_LINK" up
+ip addr add "$RIW_LINK_ADDR" dev "$RIW_LINK"
+riw_defer ip addr flush dev "$RIW_LINK"
+HERE=${RIW_LINK_ADDR%/*}
+riw_result "the peer guest answers over the link" riw_peer_begin ||
+	riw_skip_all "the peer does not answer"
+riw_defer riw_peer "pkill -KILL -x 'rping|ucmatose|ib_write_bw|ib_read_bw|ib_send_lat'"
+# Leaks in the peer count from here, as ours do (run_kselftest.sh).
+riw_peer "echo clear >/sys/kernel/debug/kmemleak 2>/dev/null; true" >/dev/null
+
+NQN=nqn.2026-11.dev.riw:two-guests PORT=4420
+
+# The device of DRIVER on the link here (l0) and there (p0).
+devices_up() { # LOCAL_DRIVER PEER_DRIVER
+	rdma link add l0 type "$1" netdev "$RIW_LINK" || return
+	riw_peer "rdma link add p0 type $2 netdev eth0"
+}
+
+devices_down() {
+	rdma link delete l0 2>/dev/null
+	riw_peer "rdma link delete p0 2>/dev/null; true"
+	riw_poll 30 eval '[ ! -e /sys/class/infiniband/l0 ]'
+}
+
+# Waits in the peer until something listens on TCP port PORT there.
+peer_listens() { # PORT
+	riw_peer "timeout $((20 * RIW_TIMEOUT_SCALE)) bash -c 'until ss -Hltn \"sport = :$1\" | grep -q .; do sleep 0.2; done'"
+}
+
+# What both sides have: TCP sockets with their queues, QPs, cm_ids, riw's endpoints.
+both_states() {
+	local state="ss -tanmoi; rdma res show qp; rdma res show cm_id
+		grep -H . /sys/kernel/debug/riw/*/endpoints 2>/dev/null"
+	echo "here:"
+	bash -c "$state"
+	echo "in the peer:"
+	riw_peer "$state"
+}
+
+# siw on the passive side hands the socket from its connection manager to the QP only
+# after its MPA reply has gone (siw_accept()): what the initiator sends as soon as the reply
+# arrives, if it arrives before that, stays in siw's socket unread (its connection manager
+# ignores it), and the connection hangs. A vCPU of siw's guest held up by the host's other
+# load makes room for that. True if the peer's siw has left data unread on PORT.
+siw_left_unread() { # PORT
+	[ "$there" = siw ] &&
+		riw_peer "ss -Htn 'sport = :$1' | awk '\$2 > 0 { found = 1 } END { exit !found }'"
+}
+
+# SERVER runs in the peer, CLIENT here once the server listens on PORT; both must succeed
+# within SECONDS. A client still running then is shown with both sides' state, and killed;
+# tried once more if siw's race above caused it.
+peer_serves() { # PORT SECONDS SERVER CLIENT...
+	local port=$1 secs=$2 server=$3 pid rc=0
+	shift 3
+	riw_peer_bg server "$server" || return
+	peer_listens "$port" || { riw_peer_wait server 5; return 1; }
+	"$@" &
+	pid=$!
+	if ! timeout $((secs * RIW_TIMEOUT_SCALE)) tail --pid=$pid -f /dev/null; then
+		echo "client still running after $((secs * RIW_TIMEOUT_SCALE)) s: $*"
+		both_states
+		if [ "$port" -lt 8000 ] && siw_left_unread "$port"; then
+			echo "siw left what came after its MPA reply unread (its accept race): once more"
+			kill -KILL $pid
+			wait $pid || true
+			riw_peer "pkill -KILL -f -- '-p $port'; true"
+			peer_serves $((port + 1000)) "$secs" "${server/-p $port/-p $((port + 1000))}" \
+				"${@/#$port/$((port + 1000))}"
+			return
+		fi
+		kill -KILL $pid
+	fi
+	wait $pid || rc=$?
+	[ $rc -eq 0 ] || { riw_peer_wait server 5; return $rc; }
+	riw_peer_wait server "$secs"
+}
+
+# SERVER runs here, CLIENT in the peer once the server listens on PORT.
+peer_connects() { # PORT SECONDS CLIENT SERVER...
+	local port=$1 secs=$2 client=$3 pid
+	shift 3
+	riw_bg "$@"
+	pid=$RIW_BG_PID
+	riw_poll 20 eval "ss -Hltn 'sport = :$port' | grep -q ." || { riw_wait "$pid" 1; return 1; }
+	riw_peer "$client" || { riw_wait "$pid" 5; return 1; }
+	riw_wait "$pid" "$secs"
+}
+
+nvme_blockdev() {
+	local b
+	for b in /sys/block/nvme*; do
+		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$NQN" ] || continue
+		echo "/dev/${b##*/}"
+		return 0
+	done
+	return 1
+}
+
+nvme_io() {
+	local blk
+	nvme connect -t rdma -a "$RIW_PEER" -s "$PORT" -n "$NQN" --nr-io-queues=2 \
+		--queue-size=32 || return
+	riw_poll 30 nvme_blockdev || return
+	blk=$(nvme_blockdev)
+	echo "block device $blk"
+	head -c $((8 << 20)) /dev/urandom >"$tmp/pattern"
+	dd if="$tmp/pattern" of="$blk" bs=1M oflag=direct status=none || return
+	dd if="$blk" of="$tmp/back" bs=1M count=8 iflag=direct status=none || return
+	cmp "$tmp/pattern" "$tmp/back" || return
+	(cd "$tmp" && fio --name=two-guests --filename="$blk" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=2 --size=8M \
+		--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting) || return
+	nvme disconnect -n "$NQN" || return
+	riw_poll 30 eval '! nvme_blockdev >/dev/null'
+}
+
+# Each server gets a port of its own: a listener just closed may still show in ss.
+p=7600
+for pairing in "${PAIRINGS[@]}"; do
+	read -r here there <<<"$pairing"
+	with="$here here, $there in the peer"
+	riw_check "$with: devices on the link" 60 devices_up "$here" "$there" || true
+	for run in "${RPINGS[@]}"; do
+		read -r size client <<<"$run"
+		p=$((p + 1))
+		if [ "$client" = here ]; then
+			riw_check "$with: rping -V $size B, client here" 60 peer_serves $p 20 \
+				"rping -s -a $RIW_PEER -p $p -C 20 -S $size -V" \
+				rping -c -a "$RIW_PEER" -p $p -C 20 -S "$size" -V || true
+		else
+			riw_check "$with: rping -V $size B, client in the peer" 40 peer_connects $p 20 \
+				"rping -c -a $HERE -p $p -C 20 -S $size -V" \
+				rping -s -a "$HERE" -p $p -C 20 -S "$size" -V || true
+		fi
+	done
+	p=$((p + 1))
+	riw_check "$with: ucmatose, client here" 60 peer_serves $p 20 "ucmatose -p $p -C 20" \
+		ucmatose -s "$RIW_PEER" -p $p -C 20 || true
+	if [ -n "${RIW_LONG:-}" ]; then
+		p=$((p + 1))
+		riw_check "$with: ucmatose, client in the peer" 40 peer_connects $p 20 \
+			"ucmatose -s $HERE -p $p -C 20" ucmatose -p $p -C 20 || true
+	fi
+	for t in "${PERFTESTS[@]}"; do
+		p=$((p + 1))
+		riw_check "$with: ${t% -s *} -R, ${t##* } B" 60 peer_serves $p 20 \
+			"$t -R -d p0 -p $p -n 200" $t -R -d l0 -p $p -n 200 "$RIW_PEER" || true
+	done
+	riw_check "$with: nvmet-rdma listens in the peer" 60 riw_peer \
+		". selftests/nvmet.sh && nvmet_up $NQN $RIW_PEER $PORT /tmp/nvmet.img 64" || true
+	riw_check "$with: nvme-rdma here: 8 MiB read back, fio verify, disconnect" 120 \
+		nvme_io || true
+	riw_peer ". selftests/nvmet.sh; nvmet_down $NQN" || true
+	riw_check "$with: devices deleted" 60 devices_down || true
+done
+
+# riw at both ends from here on.
+riw_check "riw here and in the peer again" 60 devices_up riw riw || true
+
+# rping -V runs until killed; the link goes down for a few seconds and comes back: the
+# connection either survives (TCP retransmits) and rping goes on verifying, or ends with an
+# error; what matters is what comes after: nothing left, and a new connection works.
+link_flap() {
+	local pid
+	riw_peer_bg flap "rping -s -a $RIW_PEER -p 7700 -S 65535 -V" || return
+	peer_listens 7700 || return
+	riw_bg rping -c -a "$RIW_PEER" -p 7700 -S 65535 -V
+	pid=$RIW_BG_PID
+	sleep "$RIW_TIMEOUT_SCALE"
+	ip link set "$RIW_LINK" down
+	sleep 3
+	ip link set "$RIW_LINK" up
+	sleep "$RIW_TIMEOUT_SCALE"
+	kill -INT "$pid" 2>/dev/null || true
+	riw_wait "$pid" 30 || true
+	riw_peer "pkill -INT -x rping; sleep 1; pkill -KILL -x rping; true"
+	riw_poll 30 eval '[ "$(riw_qp_count l0)" -eq 0 ]' || return
+	riw_peer "timeout 60 bash -c 'until [ \"\$(rdma res show qp link p0/1 | grep -c lqpn)\" -eq 0 ]; do sleep 0.2; done'" ||
+		return
+	peer_serves 7701 20 "rping -s -a $RIW_PEER -p 7701 -C 10 -S 4096 -V" \
+		rping -c -a "$RIW_PEER" -p 7701 -C 10 -S 4096 -V
+}
+riw_check "link down and up under rping -V: nothing left either side, a new one passes" \
+	180 link_flap || true
+
+# As kmemleak.sh does here (no kmemleak on the release kernel: nothing to find).
+peer_leaks() {
+	riw_peer "k=/sys/kernel/debug/kmemleak; [ -e \$k ] || exit 0
+		echo scan >\$k; sleep 6; echo scan >\$k; l=\$(cat \$k); echo \"\$l\"; [ -z \"\$l\" ]"
+}
+riw_check "no kmemleak reports in the peer" 120 peer_leaks || true
+
+# The peer powers off mid-transfer, without a FIN or a RST: TCP here would retransmit for
+# many minutes. rping is killed; its QP and cm_id go at once, and the device can be deleted.
+peer_lost() {
+	local pid
+	riw_peer_bg lost "rping -s -a $RIW_PEER -p 7702 -S 65535 -V" || return
+	peer_listens 7702 || return
+	riw_bg rping -c -a "$RIW_PEER" -p 7702 -S 65535 -V
+	pid=$RIW_BG_PID
+	sleep "$RIW_TIMEOUT_SCALE"
+	riw_peer_bg off "sleep 1; echo o >/proc/sysrq-trigger" || return
+	riw_peer_gone
+	sleep 5
+	if ! kill -0 "$pid" 2>/dev/null; then
+		echo "rping ended by itself"
+	fi
+	kill -KILL "$pid" 2>/dev/null || true
+	riw_wait "$pid" 30 || true
+	riw_poll 30 eval '[ "$(riw_qp_count l0)" -eq 0 ]' || return
+	riw_poll 30 eval '! rdma res show cm_id | grep -q .'
+}
+riw_check "the peer powered off under rping -V: QP and cm_id gone here" 120 peer_lost || true
+riw_check "the device deleted after its peer went" 60 \
+	eval 'rdma link delete l0 && modprobe -r riw' || true
+
+ktap_finished
