@@ -371,6 +371,7 @@ def nvme_rounds():
     def up(drv):
         sh(f"rdma link add nvb type {drv} netdev nvb0")
         nvme_target(nb)
+        sh("modprobe nvme-rdma")
         sh(f"nvme connect -t rdma -a {NVME_ADDR} -s 4420 -n {NVME_NQN} "
            f"--hostnqn={NVME_HOSTNQN} --nr-io-queues=2 --queue-size=128 >/dev/null")
         end = time.monotonic() + 30

@@ -81,6 +81,12 @@
 #                                    on timeout (it is killed)
 #   riw_peer_gone                    the test powered the peer off: riw_peer fails at once,
 #                                    and its log is not scanned
+#   riw_writes_start DISK NAME       16 MiB of random data written (O_DIRECT, synced) at
+#                                    32 MiB into DISK, then fio job NAME writing and verifying
+#                                    DISK's first 16 MiB in the background (pid in
+#                                    RIW_FIO_PID): I/O for a failure to happen under
+#   riw_writes_end DISK NAME         wait for that fio (its log if it failed), then the
+#                                    16 MiB read back: identical; uses $tmp
 #   riw_kmod_results NAME            plan and report, one KTAP result each, the checks a test
 #                                    module logged as "NAME: ok|not ok N description", plus
 #                                    one more result the caller reports itself
@@ -542,6 +548,21 @@ __riw_fio_verify() { # DISK NAME
 			--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting
 }
 
+riw_writes_start() { # DISK NAME
+	head -c $((16 << 20)) /dev/urandom >"$tmp/before" || return
+	dd if="$tmp/before" of="$1" bs=1M seek=32 oflag=direct conv=fsync status=none || return
+	(cd "$tmp" && exec fio --name="$2" --filename="$1" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bs=4k --iodepth=8 --size=16M --verify=crc32c --verify_fatal=1 \
+		>"$tmp/$2.log" 2>&1) &
+	RIW_FIO_PID=$!
+}
+
+riw_writes_end() { # DISK NAME
+	wait "$RIW_FIO_PID" || { cat "$tmp/$2.log"; return 1; }
+	dd if="$1" of="$tmp/after" bs=1M skip=32 count=16 iflag=direct status=none || return
+	cmp "$tmp/before" "$tmp/after"
+}
+
 riw_block_checks() { # DISK BACKING NAME
 	head -c $((16 << 20)) /dev/urandom >"$tmp/pattern"
 	riw_check "16 MiB written with O_DIRECT and read back: identical" 60 \
@@ -559,7 +580,6 @@ __riw_peer_call() { # SECONDS CMD
 
 riw_peer_begin() {
 	__riw_peer_tag="riw-selftest: begin $(basename "$0") on the peer $$.$RANDOM"
-	riw_defer rm -f "$__riw_peer_off"
 	python3 "$__riw_selftests/vm/peer.py" call --wait 120 "$RIW_PEER" \
 		"echo '<6>$__riw_peer_tag' >/dev/kmsg; uname -r"
 }
@@ -589,7 +609,11 @@ riw_peer_gone() {
 
 __riw_peer_splat_check() {
 	local log
-	[ -n "$__riw_peer_tag" ] && [ ! -e "$__riw_peer_off" ] || return 0
+	if [ -e "$__riw_peer_off" ]; then
+		rm -f "$__riw_peer_off"
+		return 0
+	fi
+	[ -n "$__riw_peer_tag" ] || return 0
 	log=$(__riw_peer_call 60 dmesg) || { echo "# no kernel log from the peer"; return 1; }
 	log=$(awk -v tag="$__riw_peer_tag" 'seen; index($0, tag) { seen = 1 }' <<<"$log" |
 		__riw_without_siw_lockdep)

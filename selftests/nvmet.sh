@@ -8,6 +8,8 @@
 #                                    FILE (MB MiB, created) and one RDMA port on ADDR:PORT
 #                                    (IPv4): nvmet-rdma listens through rdma_cm once the
 #                                    subsystem is linked to the port
+#   nvmet_relisten NQN               the port disabled and enabled again: nvmet-rdma
+#                                    listens anew (after its RDMA device came back)
 #   nvmet_down NQN                   all of it removed again (what exists of it)
 
 __nvmet_cfg=/sys/kernel/config
@@ -38,4 +40,10 @@ nvmet_down() { # NQN
 	echo 0 >"$sub/namespaces/1/enable" 2>/dev/null || true
 	rmdir "$sub/namespaces/1" 2>/dev/null || true
 	rmdir "$sub" 2>/dev/null || true
+}
+
+nvmet_relisten() { # NQN
+	local port=$__nvmet_cfg/nvmet/ports/1
+	rm -f "$port/subsystems/$1"
+	ln -s "$__nvmet_cfg/nvmet/subsystems/$1" "$port/subsystems/$1"
 }

@@ -68,6 +68,7 @@ riw_qps() {
 # (The functions below run in `||` lists, where set -e does not apply: each step checks.)
 connect() {
 	# Back within a second of the target, and lost only after a minute without it.
+	modprobe nvme-rdma || return
 	nvme connect -t rdma -a "$ADDR" -s "$PORT" -n "$NQN" \
 		--hostnqn="$HOSTNQN" --hostid="$HOSTID" --nr-io-queues=2 --queue-size=32 \
 		--reconnect-delay=1 --ctrl-loss-tmo=$((60 * RIW_TIMEOUT_SCALE)) || return
@@ -86,13 +87,8 @@ riw_block_checks "$blk" "$tmp/img" riw-nvme
 # meanwhile, completes and verifies. 16 MiB written and synced before, beyond fio's range,
 # read back intact afterwards.
 link_lost() {
-	local state=/sys/block/${blk#/dev/}/device/state fio_pid
-	head -c $((16 << 20)) /dev/urandom >"$tmp/before" || return
-	dd if="$tmp/before" of="$blk" bs=1M seek=32 oflag=direct conv=fsync status=none || return
-	(cd "$tmp" && exec fio --name=riw-nvme-link --filename="$blk" --direct=1 \
-		--ioengine=libaio --rw=randwrite --bs=4k --iodepth=8 --size=16M \
-		--verify=crc32c --verify_fatal=1 >"$tmp/fio-link.log" 2>&1) &
-	fio_pid=$!
+	local state=/sys/block/${blk#/dev/}/device/state
+	riw_writes_start "$blk" riw-nvme-link || return
 	sleep $((2 * RIW_TIMEOUT_SCALE))
 	ip link set "$DEV" down || return
 	riw_poll 60 eval '[ "$(cat "$state")" != live ]' || return
@@ -101,9 +97,7 @@ link_lost() {
 	ip link set "$DEV" up || return
 	riw_poll 60 eval '[ "$(cat "$state")" = live ]' || return
 	echo "link up: controller live again"
-	wait "$fio_pid" || { cat "$tmp/fio-link.log"; return 1; }
-	dd if="$blk" of="$tmp/after" bs=1M skip=32 count=16 iflag=direct status=none || return
-	cmp "$tmp/before" "$tmp/after"
+	riw_writes_end "$blk" riw-nvme-link
 }
 riw_check "link down under I/O: the host reconnects, fio verifies, earlier data intact" 300 \
 	link_lost || true

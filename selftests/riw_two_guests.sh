@@ -7,9 +7,11 @@
 # stock programs run across the link with riw as server and as client: rping -V from 23 B
 # to 64 KiB, ucmatose, perftest over rdma_cm (Write and Read bandwidth, Send latency), and
 # the kernel's NVMe/RDMA host here against nvmet-rdma there, with fio verifying. Then, riw
-# at both ends: the link goes down and up under rping -V, and the peer guest is powered off
-# under rping -V, after which this side ends what it had (QPs and cm_ids gone, no splat,
-# no leak) and deletes its device.
+# at both ends: the link goes down and up under rping -V; the target's device is deleted
+# and riw unloaded under NVMe writes, and brought back (the host reconnects); and the peer
+# guest is powered off under rping -V and NVMe writes, after which this side ends what it
+# had (QPs and cm_ids gone, the controller given up, no splat, no leak) and deletes its
+# device.
 #
 # Skipped outside a two-guest run (make check runs it in one).
 set -eu
@@ -28,7 +30,7 @@ if [ -n "${RIW_LONG:-}" ]; then
 fi
 per_pairing=$((${#RPINGS[@]} + ${#PERFTESTS[@]} + 5))
 [ -z "${RIW_LONG:-}" ] || per_pairing=$((per_pairing + 1))
-ktap_set_plan $((${#PAIRINGS[@]} * per_pairing + 6))
+ktap_set_plan $((${#PAIRINGS[@]} * per_pairing + 7))
 
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
@@ -133,6 +135,7 @@ nvme_blockdev() {
 
 nvme_io() {
 	local blk
+	modprobe nvme-rdma || return
 	nvme connect -t rdma -a "$RIW_PEER" -s "$PORT" -n "$NQN" --nr-io-queues=2 \
 		--queue-size=32 || return
 	riw_poll 30 nvme_blockdev || return
@@ -143,8 +146,8 @@ nvme_io() {
 	dd if="$blk" of="$tmp/back" bs=1M count=8 iflag=direct status=none || return
 	cmp "$tmp/pattern" "$tmp/back" || return
 	(cd "$tmp" && fio --name=two-guests --filename="$blk" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=2 --size=8M \
-		--offset_increment=8M --verify=crc32c --verify_fatal=1 --group_reporting) || return
+		--rw=randwrite --bsrange=4k-128k --iodepth=16 --size=8M --verify=crc32c \
+		--verify_fatal=1) || return
 	nvme disconnect -n "$NQN" || return
 	riw_poll 30 eval '! nvme_blockdev >/dev/null'
 }
@@ -218,6 +221,40 @@ link_flap() {
 riw_check "link down and up under rping -V: nothing left either side, a new one passes" \
 	180 link_flap || true
 
+# The NVMe host here with a controller that reconnects every second, for a minute.
+nvme_connect_reconnecting() { # CTRL_LOSS_SECONDS
+	modprobe nvme-rdma || return
+	nvme connect -t rdma -a "$RIW_PEER" -s "$PORT" -n "$NQN" --nr-io-queues=2 \
+		--queue-size=32 --reconnect-delay=1 --ctrl-loss-tmo="$1" || return
+	riw_poll 30 nvme_blockdev
+}
+
+# The target's riw device deleted and riw unloaded under fio's writes, then loaded and
+# added back, and nvmet's port enabled again (as its operator would): the host reconnects,
+# fio completes and verifies, and 16 MiB written before reads back intact.
+target_device_lost() {
+	local blk state
+	riw_peer ". selftests/nvmet.sh && nvmet_up $NQN $RIW_PEER $PORT /tmp/nvmet.img 64" ||
+		return
+	nvme_connect_reconnecting $((60 * RIW_TIMEOUT_SCALE)) || return
+	blk=$(nvme_blockdev)
+	state=/sys/block/${blk#/dev/}/device/state
+	riw_writes_start "$blk" two-guests-lost || return
+	sleep "$RIW_TIMEOUT_SCALE"
+	riw_peer "rdma link delete p0 && modprobe -r riw" || return
+	riw_poll 60 eval '[ "$(cat "$state")" != live ]' || return
+	echo "the target's device gone: controller $(cat "$state")"
+	riw_peer "modprobe riw && rdma link add p0 type riw netdev eth0 &&
+		. selftests/nvmet.sh && nvmet_relisten $NQN" || return
+	riw_poll 120 eval '[ "$(cat "$state")" = live ]' || return
+	echo "the target's device back: controller live again"
+	riw_writes_end "$blk" two-guests-lost || return
+	nvme disconnect -n "$NQN" || return
+	riw_poll 30 eval '! nvme_blockdev >/dev/null'
+}
+riw_check "the target's device deleted and riw unloaded under I/O, then back: the host reconnects, fio verifies, earlier data intact" \
+	300 target_device_lost || true
+
 # As kmemleak.sh does here (no kmemleak on the release kernel: nothing to find).
 peer_leaks() {
 	riw_peer "k=/sys/kernel/debug/kmemleak; [ -e \$k ] || exit 0
@@ -226,9 +263,17 @@ peer_leaks() {
 riw_check "no kmemleak reports in the peer" 120 peer_leaks || true
 
 # The peer powers off mid-transfer, without a FIN or a RST: TCP here would retransmit for
-# many minutes. rping is killed; its QP and cm_id go at once, and the device can be deleted.
+# many minutes. rping is killed; its QP and cm_id go at once. The NVMe host, its writes
+# unanswered, finds the target gone (keep-alive), fails to reconnect and gives the
+# controller up after its loss timeout: fio's I/O fails instead of hanging. Then nothing
+# of either is left here, and the device can be deleted.
 peer_lost() {
-	local pid
+	local pid fio_pid
+	nvme_connect_reconnecting $((2 * RIW_TIMEOUT_SCALE)) || return
+	(cd "$tmp" && exec fio --name=two-guests-gone --filename="$(nvme_blockdev)" --direct=1 \
+		--ioengine=libaio --rw=randwrite --bs=4k --iodepth=8 --size=16M --time_based \
+		--runtime=3600 >"$tmp/fio-gone.log" 2>&1) &
+	fio_pid=$!
 	riw_peer_bg lost "rping -s -a $RIW_PEER -p 7702 -S 65535 -V" || return
 	peer_listens 7702 || return
 	riw_bg rping -c -a "$RIW_PEER" -p 7702 -S 65535 -V
@@ -242,10 +287,18 @@ peer_lost() {
 	fi
 	kill -KILL "$pid" 2>/dev/null || true
 	riw_wait "$pid" 30 || true
+	riw_poll 120 eval '! nvme_blockdev >/dev/null' || return
+	echo "the controller given up"
+	if wait "$fio_pid"; then
+		echo "fio completed writes to a target that was gone"
+		return 1
+	fi
+	grep -m3 -iE "error|err=" "$tmp/fio-gone.log"
 	riw_poll 30 eval '[ "$(riw_qp_count l0)" -eq 0 ]' || return
 	riw_poll 30 eval '! rdma res show cm_id | grep -q .'
 }
-riw_check "the peer powered off under rping -V: QP and cm_id gone here" 120 peer_lost || true
+riw_check "the peer powered off under rping -V and NVMe writes: rping's QP and cm_id go, the controller is given up, fio fails, nothing left" \
+	300 peer_lost || true
 riw_check "the device deleted after its peer went" 60 \
 	eval 'rdma link delete l0 && modprobe -r riw' || true
 
