@@ -475,9 +475,15 @@ __riw_without_siw_lockdep() {
 
 # Prints the counted hits, then the kernel log from the first of them on (bounded), so
 # that a report in a CI log can be read without the guest's console.
+# A program's own crash ("traps: PROG[PID] general protection fault ... in LIB"), which
+# perftest has on some error paths, is userspace's, not a kernel splat.
+__riw_without_user_traps() {
+	grep -vE '\] traps: [^ ]+\[[0-9]+\] general protection fault .* in ' || true
+}
+
 __riw_splat_check() {
 	local log hits first
-	log=$(dmesg | __riw_without_siw_lockdep)
+	log=$(dmesg | __riw_without_siw_lockdep | __riw_without_user_traps)
 	if grep -qF "$__riw_tag" <<<"$log"; then
 		log=$(awk -v tag="$__riw_tag" 'seen; index($0, tag) { seen = 1 }' <<<"$log")
 	fi
@@ -616,7 +622,7 @@ __riw_peer_splat_check() {
 	[ -n "$__riw_peer_tag" ] || return 0
 	log=$(__riw_peer_call 60 dmesg) || { echo "# no kernel log from the peer"; return 1; }
 	log=$(awk -v tag="$__riw_peer_tag" 'seen; index($0, tag) { seen = 1 }' <<<"$log" |
-		__riw_without_siw_lockdep)
+		__riw_without_siw_lockdep | __riw_without_user_traps)
 	grep -qE "$__riw_splats" <<<"$log" || return 0
 	echo "# the peer's kernel log has a splat since $(basename "$0") began:"
 	riw_diag <<<"$log" | head -n 200
