@@ -38,7 +38,7 @@ set -euo pipefail
 E_SETUP=120 E_PANIC=121 E_TIMEOUT=122 E_NORESULT=123
 
 usage() {
-	sed -n '4,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '4,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit $E_SETUP
 }
 
