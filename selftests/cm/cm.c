@@ -13,7 +13,9 @@
  *                               rdma_cm id belongs to the namespace it was created in)
  *   cm serve ADDR PORT          a listener that accepts every request and answers each
  *                               message "ping..." with "pong..."; prints its events; runs
- *                               until killed (SIGTERM: tidy exit, status 0)
+ *                               until killed (SIGTERM: tidy exit, status 0). A request
+ *                               whose private data starts "hello first" gets a Send of
+ *                               "hello" as soon as the connection is ESTABLISHED
  *   cm ping ADDR PORT [N]       a client: N (default 1) connections one after the other,
  *                               each connects, sends "ping", waits for "pong", disconnects
  *   cm hold ADDR PORT           a client that connects, prints "ESTABLISHED", and waits for
@@ -2441,10 +2443,12 @@ static void on_term(int sig)
 static int serve(const char *ip, int port)
 {
 	struct end conns[MAX_CONNS];
+	bool hello_first[MAX_CONNS];
 	struct rdma_cm_id *l;
 	int err;
 
 	memset(conns, 0, sizeof(conns));
+	memset(hello_first, 0, sizeof(hello_first));
 	signal(SIGTERM, on_term);
 	ch_srv = rdma_create_event_channel();
 	l = listen_on(ip, port, 64, &err);
@@ -2463,10 +2467,15 @@ static int serve(const char *ip, int port)
 			diag("serve: %s status %d private data %d bytes", ev_name(ev->event),
 			     ev->status, ev->param.conn.private_data_len);
 			switch (ev->event) {
-			case RDMA_CM_EVENT_CONNECT_REQUEST:
+			case RDMA_CM_EVENT_CONNECT_REQUEST: {
+				bool hello = ev->param.conn.private_data_len >= 11 &&
+					     !memcmp(ev->param.conn.private_data, "hello first", 11);
+
 				rdma_ack_cm_event(ev);
 				for (i = 0; i < MAX_CONNS && conns[i].id; i++)
 					;
+				if (i < MAX_CONNS)
+					hello_first[i] = hello;
 				struct rdma_conn_param cp;
 
 				conn_param(&cp, "pong", 4, 1, 1);
@@ -2478,6 +2487,17 @@ static int serve(const char *ip, int port)
 					else
 						rdma_reject(id, NULL, 0), rdma_destroy_id(id);
 				}
+				break;
+			}
+			case RDMA_CM_EVENT_ESTABLISHED:
+				rdma_ack_cm_event(ev);
+				/* The server speaks first. */
+				for (i = 0; i < MAX_CONNS; i++)
+					if (conns[i].id == id && hello_first[i]) {
+						memcpy(conns[i].buf + 12288, "hello", 5);
+						post_send(&conns[i], 2, 12288, 5, IBV_SEND_SIGNALED,
+							  false);
+					}
 				break;
 			case RDMA_CM_EVENT_DISCONNECTED:
 			case RDMA_CM_EVENT_DEVICE_REMOVAL:

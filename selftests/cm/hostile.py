@@ -50,6 +50,7 @@ XFAIL_LOG = 'siw logs nothing about a refused peer (siw_dbg only)'
 SKIP_TRUNCATED = ('siw drops its listener (refcount underflow, sometimes a crash) when a peer '
                   'closes mid-request')
 XFAIL_P2P = "siw's peer-to-peer mode is a compile-time constant, off"
+XFAIL_SENDS_FIRST = 'siw as responder sends as soon as the application posts'
 XFAIL_CRC_PARAM = "siw's mpa_crc_required is a compile-time constant, not a module parameter"
 
 
@@ -455,6 +456,91 @@ def peer_to_peer_case(env, read):
     env.ping('after the peer-to-peer client')
 
 
+def server_first_session(env):
+    """An MPA v2 request without peer-to-peer mode whose private data has cm serve send
+    "hello" as soon as it is connected: (socket, local port, CRC, seconds the reply
+    took to read)."""
+    s = connect()
+    lport = s.getsockname()[1]
+    s.sendall(mpa_request(pd=b'hello first'))
+    hdr, pd = read_reply(s)
+    if not env.check(hdr[:16] == KEY_REP and not hdr[16] & F_REJECT, 'the request was rejected'):
+        s.close()
+        return None
+    return s, lport, bool(hdr[16] & F_CRC), time.time()
+
+
+def is_send_of(ulpdu, ok, what):
+    return ok and len(ulpdu) >= 18 + len(what) and ulpdu[1] & 0x0F == 0x3 and \
+        ulpdu[18:18 + len(what)] == what
+
+
+def t_server_sends_first(env):
+    """a server that sends as soon as it accepts, an initiator without peer-to-peer mode:
+    the responder sends nothing before the initiator's first FPDU (RFC 5044), then both
+    messages come; an initiator that sends nothing still gets the message, after the
+    responder's grace period"""
+    r = server_first_session(env)
+    if not r:
+        return
+    s, lport, crc, t_reply = r
+    # Well within riw's grace period (200 ms): nothing may come yet.
+    s.settimeout(0.1)
+    try:
+        early = s.recv(64)
+    except socket.timeout:
+        early = b''
+    waited = time.time() - t_reply
+    if waited < 0.15:
+        env.check(not early, f'{len(early)} bytes right behind the MPA reply, before the '
+                  'initiator sent anything', XFAIL_SENDS_FIRST)
+    else:
+        print(f'the early check took {waited:.2f} s: not judged')
+    if early:
+        # What came early is the start of the stream: parsed first.
+        s = _Prefixed(s, early)
+    s.sendall(fpdu_send(b'ping from the initiator', 1, crc=crc))
+    got = [read_fpdu(s, crc) for _ in range(2)]
+    print('messages: ' + ', '.join(repr(u[18:23]) for u, _ in got))
+    env.check(any(is_send_of(u, ok, b'hello') for u, ok in got), 'no "hello" from the server')
+    env.check(any(is_send_of(u, ok, b'pong') for u, ok in got), 'no "pong" to the ping')
+    s.close()
+    # An initiator that never sends first still hears from the server.
+    r = server_first_session(env)
+    if not r:
+        return
+    s2, lport2, crc, t_reply = r
+    ulpdu, ok = read_fpdu(s2, crc)
+    secs = time.time() - t_reply
+    print(f'silent initiator: "{ulpdu[18:23].decode(errors="replace")}" after {secs:.2f} s')
+    env.check(is_send_of(ulpdu, ok, b'hello'), 'the silent initiator got no "hello"')
+    s2.close()
+    env.no_leftovers('server that sends first', lport)
+    env.no_leftovers('server that sends first, silent initiator', lport2)
+
+
+class _Prefixed:
+    """A socket whose first bytes were already read."""
+
+    def __init__(self, sock, head):
+        self.sock, self.head = sock, head
+
+    def settimeout(self, t):
+        self.sock.settimeout(t)
+
+    def recv(self, n):
+        if self.head:
+            d, self.head = self.head[:n], self.head[n:]
+            return d
+        return self.sock.recv(n)
+
+    def sendall(self, b):
+        self.sock.sendall(b)
+
+    def close(self):
+        self.sock.close()
+
+
 def t_crc_required(env):
     """with riw's mpa_crc_required=1, a request without CRC gets a reply that demands it,
     and CRC is used"""
@@ -500,7 +586,7 @@ def t_flood(env):
 
 TESTS = [t_garbage, t_truncated, t_truncated_hold, t_wrong_key, t_bad_revision, t_pd_too_long,
          t_pd_huge, t_markers, t_silence, t_bad_crc, t_peer_to_peer, t_peer_to_peer_read,
-         t_crc_required, t_flood]
+         t_server_sends_first, t_crc_required, t_flood]
 
 
 def name(t):

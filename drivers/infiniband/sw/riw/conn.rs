@@ -21,7 +21,7 @@ use crate::kernel_ext::trace::{self, RtrKind};
 use crate::proto::Error as WireError;
 use crate::proto::{Negotiated, RtrMode, TermCause, Terminate};
 use crate::reads::Reads;
-use crate::rx::{MpaInput, Receiver, RxEnd, Why};
+use crate::rx::{FirstFpdu, MpaInput, Receiver, RxEnd, Why};
 pub(crate) use crate::tx::Wake;
 use crate::tx::{Sender, Shared, TxContext, TxEnd};
 use core::cell::Cell;
@@ -159,7 +159,8 @@ pub(crate) struct Connection<H: SocketHandler> {
     socket: Option<TcpStream<H>>,
     tx: Sender,
     pub(crate) negotiated: Negotiated,
-    /// Peer-to-peer responder: nothing may be sent before the peer's ready-to-receive.
+    /// Responder: nothing may be sent before the initiator's first FPDU (peer-to-peer:
+    /// its ready-to-receive message).
     pub(crate) tx_held: bool,
     /// The consumer asked for a graceful close: drain, then close.
     pub(crate) draining: bool,
@@ -283,7 +284,7 @@ pub(crate) fn receive_now<H: Host>(
     };
     match inbound.receive(sock, host.dev(), CALLBACK_BUDGET, &wake_sender) {
         RxEnd::Idle => {
-            let wanted = inbound.reads.take_sender_wanted() || inbound.rx.rtr_pending();
+            let wanted = inbound.reads.take_sender_wanted() || inbound.rx.first_pending();
             !wanted || woken.get() || deferred.get()
         }
         RxEnd::Budget => false,
@@ -305,20 +306,20 @@ impl<H: Host> Connection<H> {
         parts: Parts,
         negotiated: Negotiated,
         input: MpaInput,
-        rtr_expected: Option<RtrMode>,
+        first: Option<FirstFpdu>,
     ) -> Self {
         let Parts { tx, reads, qpn } = parts;
         {
             let mut inbound = host.link().inbound.lock();
             inbound.reads = reads;
             inbound.outcome = None;
-            inbound.rx.start_fpdus(negotiated.crc, rtr_expected, input);
+            inbound.rx.start_fpdus(negotiated.crc, first, input);
         }
         Self {
             socket: Some(socket),
             tx,
             negotiated,
-            tx_held: rtr_expected.is_some(),
+            tx_held: first.is_some(),
             draining: false,
             qpn,
             blocked: false,
@@ -333,6 +334,12 @@ impl<H: Host> Connection<H> {
     /// The largest ULPDU an FPDU carries (MULPDU).
     pub(crate) fn mulpdu(&self) -> u32 {
         self.tx.max_ulpdu()
+    }
+
+    /// Responder without peer-to-peer mode: the initiator sent nothing in the grace
+    /// period, so the sender goes ahead (`FIRST_FPDU_GRACE_MS`).
+    pub(crate) fn release_tx(&mut self) {
+        self.tx_held = false;
     }
 
     /// Gives the socket back, to be closed.
@@ -365,7 +372,7 @@ impl<H: Host> Connection<H> {
     }
 
     /// The work item's receive turn, up to the budget. Returns how it ended, and whether
-    /// the peer's ready-to-receive message came (which releases the sender): the endpoint
+    /// the peer's ready-to-receive message came (its first FPDU releases the sender): the endpoint
     /// reports the connection up before it acts on the rest (`received`).
     pub(crate) fn receive(
         &mut self,
@@ -383,11 +390,11 @@ impl<H: Host> Connection<H> {
                 let mut inbound = inbound.lock();
                 (inbound.qp.is_some() && inbound.outcome.is_none()).then(|| {
                     inbound.reads.take_sender_wanted();
-                    (RxEnd::Idle, inbound.rx.take_rtr())
+                    (RxEnd::Idle, inbound.rx.take_first())
                 })
             })
             .flatten();
-        let (rx_end, rtr) = match sender_only {
+        let (rx_end, first) = match sender_only {
             Some(step) => step,
             None => sock.with_lock(|sock| {
                 let mut inbound = inbound.lock();
@@ -402,11 +409,14 @@ impl<H: Host> Connection<H> {
                     }
                 };
                 inbound.reads.take_sender_wanted();
-                (end, inbound.rx.take_rtr())
+                (end, inbound.rx.take_first())
             }),
         };
-        if rtr {
+        if first {
             self.tx_held = false;
+        }
+        let rtr = first && self.negotiated.rtr.is_some();
+        if rtr {
             let mode = match self.negotiated.rtr {
                 Some(RtrMode::Read) => RtrKind::Read,
                 Some(RtrMode::Send) => RtrKind::Send,

@@ -207,9 +207,18 @@ pub(crate) struct Receiver {
     rqe: uapi::siw_rqe,
     /// The target of the tagged FPDU being received, if it carries payload.
     sink: Option<Sink>,
-    /// Peer-to-peer mode, responder: the ready-to-receive message still expected.
-    rtr_expected: Option<RtrMode>,
-    rtr_received: bool,
+    /// Responder: the initiator's first FPDU, still expected.
+    first_expected: Option<FirstFpdu>,
+    first_received: bool,
+}
+
+/// What a responder waits for before it may send (RFC 5044, section 7.1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FirstFpdu {
+    /// Peer-to-peer mode: the agreed ready-to-receive message, and nothing else.
+    Rtr(RtrMode),
+    /// Any valid FPDU.
+    Any,
 }
 
 impl Receiver {
@@ -223,23 +232,19 @@ impl Receiver {
             targets: Default::default(),
             rqe: uapi::siw_rqe::default(),
             sink: None,
-            rtr_expected: None,
-            rtr_received: false,
+            first_expected: None,
+            first_received: false,
         }
     }
 
-    /// The MPA exchange is over: FPDUs follow, with CRC or not, `input` first.
-    pub(crate) fn start_fpdus(
-        &mut self,
-        crc: bool,
-        rtr_expected: Option<RtrMode>,
-        input: MpaInput,
-    ) {
+    /// The MPA exchange is over: FPDUs follow, with CRC or not, `input` first; a
+    /// responder waits for `first`.
+    pub(crate) fn start_fpdus(&mut self, crc: bool, first: Option<FirstFpdu>, input: MpaInput) {
         self.parser = Some(StreamParser::new(RxConfig {
             crc,
             max_ulpdu: u16::MAX,
         }));
-        self.rtr_expected = rtr_expected;
+        self.first_expected = first;
         self.input = Some(input);
     }
 
@@ -263,14 +268,14 @@ impl Receiver {
             .unwrap_or_else(|| Terminate::new(cause))
     }
 
-    /// Whether the peer-to-peer ready-to-receive message arrived and is not taken yet.
-    pub(crate) fn rtr_pending(&self) -> bool {
-        self.rtr_received
+    /// Whether the first FPDU the responder waited for arrived and is not taken yet.
+    pub(crate) fn first_pending(&self) -> bool {
+        self.first_received
     }
 
-    /// Whether the peer-to-peer ready-to-receive message arrived (once).
-    pub(crate) fn take_rtr(&mut self) -> bool {
-        core::mem::take(&mut self.rtr_received)
+    /// Whether the first FPDU the responder waited for arrived (once).
+    pub(crate) fn take_first(&mut self) -> bool {
+        core::mem::take(&mut self.first_received)
     }
 
     /// Receives and places what the socket holds, up to `budget` FPDUs.
@@ -292,8 +297,8 @@ impl Receiver {
             targets,
             rqe,
             sink,
-            rtr_expected,
-            rtr_received,
+            first_expected,
+            first_received,
         } = self;
         let Some(parser) = parser.as_mut() else {
             return RxEnd::Idle;
@@ -311,8 +316,8 @@ impl Receiver {
                 targets,
                 rqe,
                 sink,
-                rtr_expected,
-                rtr_received,
+                first_expected,
+                first_received,
             },
             budget,
         };
@@ -430,8 +435,8 @@ struct Placer<'a> {
     targets: &'a mut [Target; uapi::SIW_MAX_SGE as usize],
     rqe: &'a mut uapi::siw_rqe,
     sink: &'a mut Option<Sink>,
-    rtr_expected: &'a mut Option<RtrMode>,
-    rtr_received: &'a mut bool,
+    first_expected: &'a mut Option<FirstFpdu>,
+    first_received: &'a mut bool,
 }
 
 fn violation(cause: TermCause, why: impl Into<Why>) -> RxEnd {
@@ -446,27 +451,34 @@ impl Placer<'_> {
         *self.header = Some(*h);
         *self.sink = None;
         let seg = &h.segment;
-        if let Some(mode) = *self.rtr_expected {
-            // Peer-to-peer: the first FPDU must be the agreed zero-length message.
-            let is_rtr = match mode {
-                RtrMode::Write => seg.opcode == Opcode::RdmaWrite,
-                RtrMode::Read => {
-                    seg.opcode == Opcode::ReadRequest
-                        && matches!(rdmap, RdmapHeader::ReadRequest(r) if r.size == 0)
-                }
-                RtrMode::Send => seg.opcode == Opcode::Send,
-            } && h.payload_len == 0
-                && seg.last;
-            if !is_rtr || mode == RtrMode::Send {
-                return Err(violation(
-                    TermCause::MPA_NO_MATCHING_RTR,
-                    WireError::MpaNoMatchingRtr,
-                ));
+        match *self.first_expected {
+            None => {}
+            Some(FirstFpdu::Any) => {
+                *self.first_expected = None;
+                *self.first_received = true;
             }
-            *self.rtr_expected = None;
-            *self.rtr_received = true;
-            if mode == RtrMode::Write {
-                return Ok(());
+            Some(FirstFpdu::Rtr(mode)) => {
+                // Peer-to-peer: the first FPDU must be the agreed zero-length message.
+                let is_rtr = match mode {
+                    RtrMode::Write => seg.opcode == Opcode::RdmaWrite,
+                    RtrMode::Read => {
+                        seg.opcode == Opcode::ReadRequest
+                            && matches!(rdmap, RdmapHeader::ReadRequest(r) if r.size == 0)
+                    }
+                    RtrMode::Send => seg.opcode == Opcode::Send,
+                } && h.payload_len == 0
+                    && seg.last;
+                if !is_rtr || mode == RtrMode::Send {
+                    return Err(violation(
+                        TermCause::MPA_NO_MATCHING_RTR,
+                        WireError::MpaNoMatchingRtr,
+                    ));
+                }
+                *self.first_expected = None;
+                *self.first_received = true;
+                if mode == RtrMode::Write {
+                    return Ok(());
+                }
             }
         }
         match seg.opcode {
@@ -822,7 +834,7 @@ impl Placer<'_> {
 
     /// A whole FPDU, checked to its CRC: its header, payload and end in turn.
     fn whole(&mut self, h: &RxHeader, rdmap: &RdmapHeader, data: &[u8]) -> Result<(), RxEnd> {
-        if h.segment.opcode == Opcode::RdmaWrite && !data.is_empty() && self.rtr_expected.is_none()
+        if h.segment.opcode == Opcode::RdmaWrite && !data.is_empty() && self.first_expected.is_none()
         {
             return self.write_whole(h, data);
         }

@@ -76,6 +76,9 @@ counters! {
     ConnectionsRefused = "connections_refused";
     /// Connections that timed out before they were up (TCP connect or MPA exchange).
     ConnectionsTimedOut = "connections_timed_out";
+    /// Responder connections without peer-to-peer mode whose initiator sent nothing in
+    /// the grace period: this end sent first.
+    ResponderSentFirst = "responder_sent_first";
     /// Messages sent from registered memory without a copy.
     ZeroCopySends = "zero_copy_sends";
     /// Zero-copy messages whose pages the stack copied anyway.

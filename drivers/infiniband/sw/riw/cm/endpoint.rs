@@ -22,8 +22,9 @@ use crate::kernel_ext::trace::{self, MpaKind, MpaRecord};
 use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
 use crate::limits::LIMITS;
 use crate::proto::mpa::{MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_PRIVATE_DATA};
-use crate::proto::{FrameKind, MpaConfig, MpaFrame, Negotiated, RtrMode};
+use crate::proto::{FrameKind, MpaConfig, MpaFrame, Negotiated};
 use crate::qp::{CloseMode, ConnectionEndpoint, ConnectionInfo, RiwQp};
+use crate::rx::FirstFpdu;
 use crate::stats::Stat;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use kernel::c_str;
@@ -32,6 +33,12 @@ use kernel::sync::Arc;
 
 /// How long a peer may take to complete the TCP and MPA exchange.
 const MPA_TIMEOUT_MS: u32 = 10_000;
+/// How long a responder without peer-to-peer mode waits for the initiator's first FPDU
+/// before it sends anyway. RFC 5044 has the responder wait, and an initiator may refuse
+/// an FPDU read together with the MPA reply (siw does); but a ULP whose server sends
+/// first would wait forever when the initiator offers no peer-to-peer mode (siw never
+/// does). Past the grace period the reply has long been read.
+const FIRST_FPDU_GRACE_MS: u32 = 200;
 /// Endpoints whose sender has a small Read Response to send (see `Host::senders`).
 static SENDERS: DeferKey<Endpoint> = DeferKey::new();
 /// Private data the iw_cm event can carry (its length is a `u8`).
@@ -138,8 +145,8 @@ impl Phase {
 }
 
 impl EpInner {
-    /// Whether the deadline applies: the MPA exchange, or a peer-to-peer responder
-    /// waiting for the ready-to-receive message.
+    /// Whether the deadline applies: the MPA exchange, or a responder waiting for the
+    /// initiator's first FPDU.
     fn timed(&self) -> bool {
         match self.phase {
             Phase::Connecting | Phase::AwaitReply | Phase::AwaitRequest => true,
@@ -378,7 +385,8 @@ impl Endpoint {
         let _ = g.mpa.queue(&frame[..n]);
         dev.stats.inc(Stat::MpaRepliesSent);
         ep.flush_out(g);
-        if let Err(e) = ep.hand_over(g, parts, &settled, settled.rtr) {
+        let first = settled.rtr.map_or(FirstFpdu::Any, FirstFpdu::Rtr);
+        if let Err(e) = ep.hand_over(g, parts, &settled, Some(first)) {
             ep.teardown(g, false, 0, c_str!("accept failed"));
             return Err(e);
         }
@@ -388,6 +396,7 @@ impl Endpoint {
         if settled.rtr.is_none() {
             dev.stats.inc(Stat::ConnectionsEstablished);
             ep.report_up(g, CmEventKind::Established, &[]);
+            g.deadline = jiffies() + msecs_to_jiffies(FIRST_FPDU_GRACE_MS);
         } else {
             g.told = Told::EstablishedOwed;
             g.deadline = jiffies() + msecs_to_jiffies(MPA_TIMEOUT_MS);
@@ -453,8 +462,18 @@ impl Endpoint {
             Phase::Closed => {}
         }
         if g.timed() && jiffies() >= g.deadline {
-            self.dev.stats.inc(Stat::ConnectionsTimedOut);
-            self.refuse(g, "no MPA exchange in time", ETIMEDOUT());
+            let waiting_first = g.phase == Phase::Established
+                && g.conn.as_ref().is_some_and(|c| c.negotiated.rtr.is_none());
+            if waiting_first {
+                if let Some(conn) = g.conn.as_mut() {
+                    conn.release_tx();
+                }
+                self.dev.stats.inc(Stat::ResponderSentFirst);
+                self.transmit(g, Wake::WorkItem);
+            } else {
+                self.dev.stats.inc(Stat::ConnectionsTimedOut);
+                self.refuse(g, "no MPA exchange in time", ETIMEDOUT());
+            }
         }
     }
 
@@ -741,7 +760,7 @@ impl Endpoint {
         g: &mut EpInner,
         parts: Parts,
         settled: &Negotiated,
-        rtr_expected: Option<RtrMode>,
+        first: Option<FirstFpdu>,
     ) -> Result {
         let socket = g.socket.take().ok_or(ECONNRESET())?;
         let input = g.mpa.leftover();
@@ -751,7 +770,7 @@ impl Endpoint {
             parts,
             *settled,
             input,
-            rtr_expected,
+            first,
         ));
         Ok(())
     }
