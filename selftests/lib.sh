@@ -303,6 +303,14 @@ riw_poll() {
 	done
 }
 
+# Waits until the riw device DEV has sent FPDUS (default 100) more FPDUs than when called:
+# traffic flows, however slow the kernel. Status 124 if it does not within SECONDS (scaled).
+riw_flowing() { # DEV [FPDUS] [SECONDS]
+	local c=/sys/class/infiniband/$1/ports/1/hw_counters/tx_fpdus start
+	start=$(cat "$c") || return
+	riw_poll "${3:-30}" eval "[ \$((\$(cat $c) - $start)) -ge ${2:-100} ]"
+}
+
 riw_netns_setup() {
 	export RIW_NS0=riw-ns0-$$ RIW_NS1=riw-ns1-$$
 	export RIW_DEV0=veth0 RIW_DEV1=veth1 RIW_ADDR0=192.0.2.1 RIW_ADDR1=192.0.2.2

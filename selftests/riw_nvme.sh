@@ -89,7 +89,7 @@ riw_block_checks "$blk" "$tmp/img" riw-nvme
 link_lost() {
 	local state=/sys/block/${blk#/dev/}/device/state
 	riw_writes_start "$blk" riw-nvme-link || return
-	sleep $((2 * RIW_TIMEOUT_SCALE))
+	riw_flowing nvriw0 200 || return
 	ip link set "$DEV" down || return
 	riw_poll 60 eval '[ "$(cat "$state")" != live ]' || return
 	echo "link down: controller $(cat "$state")"

@@ -226,11 +226,11 @@ link_flap() {
 	peer_listens 7700 || return
 	riw_bg rping -c -a "$RIW_PEER" -p 7700 -S 65535 -V
 	pid=$RIW_BG_PID
-	sleep "$RIW_TIMEOUT_SCALE"
+	riw_flowing l0 || return
 	ip link set "$RIW_LINK" down
 	sleep 3
 	ip link set "$RIW_LINK" up
-	sleep "$RIW_TIMEOUT_SCALE"
+	sleep 3
 	kill -INT "$pid" 2>/dev/null || true
 	riw_wait "$pid" 30 || true
 	riw_peer "pkill -INT -x rping; sleep 1; pkill -KILL -x rping; true"
@@ -262,7 +262,7 @@ target_device_lost() {
 	blk=$(nvme_blockdev)
 	state=/sys/block/${blk#/dev/}/device/state
 	riw_writes_start "$blk" two-guests-lost || return
-	sleep "$RIW_TIMEOUT_SCALE"
+	riw_flowing l0 || return
 	riw_peer "rdma link delete p0 && modprobe -r riw" || return
 	riw_poll 60 eval '[ "$(cat "$state")" != live ]' || return
 	echo "the target's device gone: controller $(cat "$state")"
@@ -291,7 +291,7 @@ riw_check "no kmemleak reports in the peer" 120 peer_leaks || true
 # of either is left here, and the device can be deleted.
 peer_lost() {
 	local pid fio_pid
-	nvme_connect_reconnecting $((2 * RIW_TIMEOUT_SCALE)) || return
+	nvme_connect_reconnecting 2 || return
 	(cd "$tmp" && exec fio --name=two-guests-gone --filename="$(nvme_blockdev)" --direct=1 \
 		--ioengine=libaio --rw=randwrite --bs=4k --iodepth=8 --size=16M --time_based \
 		--runtime=3600 >"$tmp/fio-gone.log" 2>&1) &
@@ -300,7 +300,7 @@ peer_lost() {
 	peer_listens 7702 || return
 	riw_bg rping -c -a "$RIW_PEER" -p 7702 -S 65535 -V
 	pid=$RIW_BG_PID
-	sleep "$RIW_TIMEOUT_SCALE"
+	riw_flowing l0 200 || return
 	riw_peer_bg off "sleep 1; echo o >/proc/sysrq-trigger" || return
 	riw_peer_gone
 	sleep 5
