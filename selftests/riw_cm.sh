@@ -188,15 +188,16 @@ fi
 
 # ---- hostile peers ----
 
-# They test the listener's driver: riw, or siw in the siw-to-siw reference run. Against a
-# siw listener in an interoperability run they would only repeat that run (and siw leaks an
-# endpoint for some of them, which kmemleak reports).
-if [ "$srv_drv" = riw ] || [ "$cli_drv" = siw ]; then
+# They test the listener's driver with a raw TCP client: riw's in riw_cm.sh, siw's in the
+# siw-to-siw reference run. In an interoperability run they would only repeat one of those
+# against the same listener (and siw leaks an endpoint for some of them, which kmemleak
+# reports).
+if [ "$srv_drv" = "$cli_drv" ]; then
 	riw_run_part 40 siw hostile_tests ip netns exec "$RIW_NS0" "$py" "$here/cm/hostile.py" \
 		run "$cm" "$RIW_NS1" "$srv_drv" 7480
 else
 	for t in "${hostile_tests[@]}"; do
-		ktap_test_skip "${t%% *}: the listener is siw (covered by siw_cm.sh)"
+		ktap_test_skip "${t%% *}: the listener is $srv_drv's (covered by ${srv_drv}_cm.sh)"
 	done
 fi
 
