@@ -372,8 +372,9 @@ impl<H: Host> Connection<H> {
     }
 
     /// The work item's receive turn, up to the budget. Returns how it ended, and whether
-    /// the peer's ready-to-receive message came (its first FPDU releases the sender): the endpoint
-    /// reports the connection up before it acts on the rest (`received`).
+    /// the peer's ready-to-receive message came: the endpoint reports the connection up
+    /// before it acts on the rest (`received`). The initiator's first FPDU, whatever it
+    /// is, releases a responder's sender.
     pub(crate) fn receive(
         &mut self,
         host: &Arc<H>,

@@ -834,7 +834,9 @@ impl Placer<'_> {
 
     /// A whole FPDU, checked to its CRC: its header, payload and end in turn.
     fn whole(&mut self, h: &RxHeader, rdmap: &RdmapHeader, data: &[u8]) -> Result<(), RxEnd> {
-        if h.segment.opcode == Opcode::RdmaWrite && !data.is_empty() && self.first_expected.is_none()
+        if h.segment.opcode == Opcode::RdmaWrite
+            && !data.is_empty()
+            && self.first_expected.is_none()
         {
             return self.write_whole(h, data);
         }

@@ -765,12 +765,7 @@ impl Endpoint {
         let socket = g.socket.take().ok_or(ECONNRESET())?;
         let input = g.mpa.leftover();
         g.conn = Some(Connection::start(
-            self,
-            socket,
-            parts,
-            *settled,
-            input,
-            first,
+            self, socket, parts, *settled, input, first,
         ));
         Ok(())
     }
