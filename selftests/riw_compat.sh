@@ -82,8 +82,9 @@ lim=$((LIMIT * RIW_TIMEOUT_SCALE))
 # qperf: a server per test (it forks a child per test and waits for it, so a stuck child
 # would block the next test), its control port PORT; the client names the test.
 # On the slow debug kernel, qperf's client now and then connects before its server's child
-# listens for RDMA connections, and gets "Event rejected" (no listener, no MPA exchange):
-# such a run is tried once more, on another port.
+# listens for RDMA connections, and gets "Event rejected" (no listener, no MPA exchange),
+# or with siw's client, whose connect call waits for TCP's, "rdma_connect failed" (TCP
+# refused): such a run is tried once more, on another port.
 qperf_run() { # PORT QPERF_OPTIONS... TEST
 	local port=$1 try
 	shift
@@ -96,7 +97,8 @@ qperf_run() { # PORT QPERF_OPTIONS... TEST
 			return
 		fi
 		cat "$tmp/qperf.log"
-		[ $try = 1 ] && grep -q 'Event rejected' "$tmp/qperf.log" || return 1
+		[ $try = 1 ] && grep -qE 'Event rejected|rdma_connect failed' "$tmp/qperf.log" ||
+			return 1
 		echo "qperf's connection was rejected before its server listened: once more"
 		port=$((port + 100))
 	done
