@@ -20,7 +20,7 @@ mkdir -p "$bdir"
 # Sources only; what the build generated stays (excluded files survive --delete). Files
 # are compared by content and a changed one gets the time of the copy, not its own: a
 # source older than its object (another worktree's, say) still rebuilds.
-rsync -rlpgoD --checksum --delete --exclude='/selftests-bin/' \
+rsync -rlpgoD --checksum --delete \
 	--exclude='*_generated.rs' --exclude='target/' --exclude='fuzz/' --exclude='testdata/' \
 	--include='*/' --include='Kbuild' --include='*.rs' --include='*.c' --include='*.h' \
 	--include='scripts/*.sh' --exclude='*' \
@@ -30,12 +30,3 @@ make -s -C "$kdir/linux" M="$bdir" "${RIW_KMAKE_FLAGS[@]}" -j"$(nproc)" \
 	KRUSTFLAGS="--remap-path-prefix=$bdir=$RIW_TOP" modules >&2
 # The kernel consumer the selftests load (selftests/kverbs).
 make -s -C "$kdir/linux" M="$bdir/selftests/kverbs" "${RIW_KMAKE_FLAGS[@]}" modules >&2
-# The selftests' C programs, built here once rather than by every suite in its guest, whose
-# emulated gcc takes seconds for each (the guests run this machine's userland): each with
-# a copy of its source, by which the suites tell whether it is current (lib.sh, riw_cc).
-mkdir -p "$bdir/selftests-bin"
-for src in cm/cm.c verbs/verbs_raw.c; do
-	prog=$bdir/selftests-bin/$(basename "$src" .c)
-	gcc -O2 -Wall -pthread -o "$prog" "$RIW_TOP/selftests/$src" -lrdmacm -libverbs >&2
-	cp "$RIW_TOP/selftests/$src" "$prog.c"
-done

@@ -38,8 +38,6 @@ fi
 echo "check: building riw.ko against the debug kernel"
 if "$RIW_TOP/scripts/build-module.sh" debug; then
 	pass 1
-	# The guests take the selftests' C programs built with the module.
-	export RIW_SELFTESTS_BIN=$(riw_module_dir debug)/selftests-bin
 	# The suites that connect siw devices run in guests of their own, one each: siw
 	# read-locks a socket's callback lock with softirqs enabled (its data_ready, state_change
 	# and write_space callbacks), which lockdep reports as soon as any TCP listener closes with

@@ -303,18 +303,6 @@ riw_poll() {
 	done
 }
 
-# Builds the C program SRC (under selftests/) as OUT, or copies the one built on the host
-# (RIW_SELFTESTS_BIN, by scripts/build-module.sh) if it was built from the same source:
-# gcc under the emulator takes seconds. Compiler messages on stdout; gcc's status.
-riw_cc() { # OUT SRC GCC_ARGS...
-	local out=$1 src=$2 bin=${RIW_SELFTESTS_BIN:-}/$(basename "$2" .c)
-	shift 2
-	if [ -n "${RIW_SELFTESTS_BIN:-}" ] && cmp -s "$bin.c" "$src" && cp "$bin" "$out"; then
-		return 0
-	fi
-	gcc -o "$out" "$src" "$@" 2>&1
-}
-
 # Waits until the riw device DEV has sent FPDUS (default 100) more FPDUs than when called:
 # traffic flows, however slow the kernel. Status 124 if it does not within SECONDS (scaled).
 riw_flowing() { # DEV [FPDUS] [SECONDS]

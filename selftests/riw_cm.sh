@@ -55,7 +55,7 @@ ktap_print_header
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 cm=$tmp/cm
-cm_build=$(riw_cc "$cm" "$here/cm/cm.c" -O2 -Wall -pthread -lrdmacm -libverbs) || cm=
+cm_build=$(gcc -O2 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1) || cm=
 if [ -n "$cm" ]; then
 	mapfile -t cm_tests < <("$cm" list)
 else

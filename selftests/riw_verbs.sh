@@ -42,7 +42,7 @@ mapfile -t py_tests < <($py "$here/verbs/verbs.py" list)
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 raw=$tmp/verbs_raw
-raw_build=$(riw_cc "$raw" "$here/verbs/verbs_raw.c" -O2 -Wall -libverbs) || raw=
+raw_build=$(gcc -O2 -Wall -o "$raw" "$here/verbs/verbs_raw.c" -libverbs 2>&1) || raw=
 if [ -n "$raw" ]; then
 	mapfile -t raw_tests < <("$raw" --list)
 else

@@ -11,8 +11,7 @@
 # The guest (QEMU, TCG) chroots into the host's / shared read-only over 9p, with tmpfs on /tmp,
 # /run, /var/tmp, /root and /lib/modules, and runs COMMAND in the repository's top directory
 # with RIW_KSRC (the guest kernel's source tree) and RIW_OUT (DIR) exported, and RIW_LONG
-# (make check-long) and RIW_SELFTESTS_BIN (the selftests' C programs built on the host) if
-# they are set. DIR is shared
+# if it is set (make check-long). DIR is shared
 # writable at the same path; it keeps console.log (the whole serial console), output.log
 # (COMMAND's output alone) and dmesg.log (the guest's kernel log at the end). Without --out,
 # DIR is a fresh temporary directory, removed when the run succeeds. --plugin loads a QEMU TCG
@@ -120,8 +119,6 @@ EOF
 	printf 'export RIW_KSRC=%q RIW_OUT=%q\n' "$ksrc" "$out"
 	# make check-long: the suites' longer sweeps.
 	[ -z "${RIW_LONG:-}" ] || printf 'export RIW_LONG=%q\n' "$RIW_LONG"
-	# The selftests' C programs built on this machine (scripts/build-module.sh).
-	[ -z "${RIW_SELFTESTS_BIN:-}" ] || printf 'export RIW_SELFTESTS_BIN=%q\n' "$RIW_SELFTESTS_BIN"
 	printf 'exec'
 	printf ' %q' "$@"
 	printf '\n'
