@@ -7,7 +7,9 @@
 # ktap_test_pass/fail/skip/result, ktap_finished, ...) and installs an EXIT trap that
 #   1. runs the commands registered with riw_defer, last registered first, and
 #   2. scans the kernel log written since the test started for splats (BUG, WARNING, KASAN,
-#      lockdep, kmemleak, Oops, ...): any hit is printed and fails the test whatever its status.
+#      lockdep, kmemleak, Oops, ...): any hit is printed and fails the test whatever its status
+#      (a test that fails allocations on purpose sets RIW_ALLOCATIONS_FAIL=1: the kernel's
+#      reports of failed allocations are then not counted).
 # Tests must not set their own EXIT trap; they register cleanup with riw_defer.
 #
 #   riw_defer CMD [ARGS...]          run CMD at exit (LIFO); its failure is ignored
@@ -57,6 +59,12 @@
 #   riw_ns0_device DRIVER RDMA_DEV   DRIVER (riw or siw) loaded, riw_netns_setup, the device
 #                                    RDMA_DEV of DRIVER on $RIW_DEV0, all removed at exit, and
 #                                    in0 to run a command in $RIW_NS0
+#   riw_ns0_rping PORT               rping -V, 10 iterations of 1000 bytes, server and client
+#                                    on riw_ns0_device's device ($RIW_ADDR0)
+#   riw_kmemleak_mark                remember what kmemleak reports now (nothing without
+#                                    kmemleak)
+#   riw_kmemleak_new                 fail, printing them, if kmemleak reports objects it did
+#                                    not at the mark (takes 6 s: two scans)
 #   riw_initns_device RDMA_DEV NETDEV PEER ADDR
 #                                    riw loaded, a veth pair NETDEV-PEER in the initial
 #                                    namespace, ADDR/24 on NETDEV and the riw device
@@ -87,9 +95,9 @@
 #                                    RIW_FIO_PID): I/O for a failure to happen under
 #   riw_writes_end DISK NAME         wait for that fio (its log if it failed), then the
 #                                    16 MiB read back: identical; uses $tmp
-#   riw_kmod_results NAME            plan and report, one KTAP result each, the checks a test
+#   riw_kmod_results NAME [MORE]     plan and report, one KTAP result each, the checks a test
 #                                    module logged as "NAME: ok|not ok N description", plus
-#                                    one more result the caller reports itself
+#                                    MORE (default 1) results the caller reports itself
 #   riw_skip_all REASON              KTAP "skip all" and exit with the kselftest skip status
 #   riw_diag                         filter: prefix each line with "# " (KTAP diagnostics)
 #
@@ -166,7 +174,7 @@ riw_kmod_results() { # NAME
 	local results line
 	dmesg | grep -oE "$1: # .*" | sed "s/^$1: //" || true
 	results=$(dmesg | grep -oE "$1: (not )?ok [0-9]+ .*" | sed "s/^$1: //" || true)
-	ktap_set_plan $(($(grep -c . <<<"$results") + 1))
+	ktap_set_plan $(($(grep -c . <<<"$results") + ${2:-1}))
 	while read -r line; do
 		[ -n "$line" ] || continue
 		case $line in
@@ -489,13 +497,28 @@ __riw_without_user_traps() {
 	grep -vE '\] traps: [^ ]+\[[0-9]+\] general protection fault .* in ' || true
 }
 
+# A test that fails allocations on purpose (riw_fault.sh) sets RIW_ALLOCATIONS_FAIL: the
+# kernel's report of a failed allocation (warn_alloc: "page allocation failure" or "vmalloc
+# error", with a stack trace) is then the injected failure's, named and not counted.
+__riw_without_alloc_failures() {
+	if [ -z "${RIW_ALLOCATIONS_FAIL:-}" ]; then
+		cat
+		return
+	fi
+	awk '/: (page allocation failure|vmalloc error): / { skip = 1; n++; next }
+		skip { if (/<\/TASK>/) skip = 0; next }
+		{ print }
+		END { if (n) print "riw-selftest: " n " reports of an injected allocation failure, not counted" }'
+}
+
 __riw_splat_check() {
 	local log hits first
-	log=$(dmesg | __riw_without_siw_lockdep | __riw_without_user_traps)
+	log=$(dmesg | __riw_without_siw_lockdep | __riw_without_user_traps |
+		__riw_without_alloc_failures)
 	if grep -qF "$__riw_tag" <<<"$log"; then
 		log=$(awk -v tag="$__riw_tag" 'seen; index($0, tag) { seen = 1 }' <<<"$log")
 	fi
-	grep -F "siw lockdep report" <<<"$log" | riw_diag || true
+	grep -F -e "siw lockdep report" -e "injected allocation failure" <<<"$log" | riw_diag || true
 	hits=$(grep -E "$__riw_splats" <<<"$log") || return 0
 	echo "# kernel log splat during $(basename "$0"):"
 	riw_diag <<<"$hits"
@@ -528,6 +551,46 @@ riw_ns0_device() { # DRIVER RDMA_DEV
 	in0() { ip netns exec "$RIW_NS0" "$@"; }
 	in0 rdma link add "$2" type "$1" netdev "$RIW_DEV0"
 	riw_defer rdma link delete "$2"
+}
+
+riw_ns0_rping() { # PORT
+	local port=$1 srv rc=0 st=0
+	in0 rping -s -a "$RIW_ADDR0" -p "$port" -C 10 -S 1000 -V &
+	srv=$!
+	riw_poll 10 eval "[ -n \"\$(in0 ss -Htln 'sport = :$port')\" ]" || echo "no listener"
+	in0 rping -c -a "$RIW_ADDR0" -p "$port" -C 10 -S 1000 -V || rc=$?
+	if [ $rc -ne 0 ]; then
+		kill "$srv" 2>/dev/null
+	fi
+	wait "$srv" || st=$?
+	[ $rc -ne 0 ] || rc=$st
+	return $rc
+}
+
+__riw_kmemleak=/sys/kernel/debug/kmemleak
+__riw_leaked() {
+	grep -o '^unreferenced object 0x[0-9a-f]*' $__riw_kmemleak | sort || true
+}
+
+riw_kmemleak_mark() {
+	[ -e $__riw_kmemleak ] || return 0
+	echo scan >$__riw_kmemleak
+	__riw_leaked >/tmp/riw-kmemleak.mark
+	riw_defer rm -f /tmp/riw-kmemleak.mark
+}
+
+# kmemleak reports an object over 5 s old, unchanged since the previous scan.
+riw_kmemleak_new() {
+	local new
+	echo scan >$__riw_kmemleak
+	sleep 6
+	echo scan >$__riw_kmemleak
+	new=$(__riw_leaked | comm -13 /tmp/riw-kmemleak.mark -)
+	[ -z "$new" ] && return 0
+	echo "objects leaked since the mark:"
+	awk 'FNR == NR { new[$3] = 1; next }
+		/^unreferenced object/ { show = ($3 in new) } show' <(echo "$new") $__riw_kmemleak
+	return 1
 }
 
 riw_initns_device() { # RDMA_DEV NETDEV PEER ADDR

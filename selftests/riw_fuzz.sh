@@ -38,7 +38,6 @@ else
 fi
 secs=$RIW_FUZZ_VERBS_SECONDS
 seed=${RIW_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-kmemleak=/sys/kernel/debug/kmemleak
 
 ktap_print_header
 ktap_set_plan 5
@@ -47,15 +46,7 @@ echo "# seed $seed; to repeat this run: selftests/vm/run.sh --variant VARIANT --
 	"-- env RIW_FUZZ_SEED=$seed RIW_FUZZ_VERBS_SECONDS=$secs selftests/run_kselftest.sh" \
 	"--filter '^riw_fuzz\\.sh\$'"
 
-# The objects kmemleak reports already, so that only what the run leaks counts.
-leaked() {
-	grep -o '^unreferenced object 0x[0-9a-f]*' $kmemleak | sort || true
-}
-if [ -e $kmemleak ]; then
-	echo scan >$kmemleak
-	leaked >/tmp/riw-fuzz.leaks.before
-	riw_defer rm -f /tmp/riw-fuzz.leaks.before
-fi
+riw_kmemleak_mark
 
 riw_ns0_device "$driver" "$dev"
 echo "# driver $driver, device $dev on $RIW_DEV0 $RIW_ADDR0, $secs s," \
@@ -78,38 +69,12 @@ no_objects() {
 riw_check "no objects left on $dev" 30 riw_poll 20 no_objects || true
 
 # rping across the device, server and client on it, over loopback.
-rping_loop() {
-	local port=7174 srv rc=0 st=0
-	in0 rping -s -a "$RIW_ADDR0" -p $port -C 10 -S 1000 -V &
-	srv=$!
-	riw_poll 10 eval "[ -n \"\$(in0 ss -Htln 'sport = :$port')\" ]" || echo "no listener"
-	in0 rping -c -a "$RIW_ADDR0" -p $port -C 10 -S 1000 -V || rc=$?
-	if [ $rc -ne 0 ]; then
-		kill "$srv" 2>/dev/null
-	fi
-	wait "$srv" || st=$?
-	[ $rc -ne 0 ] || rc=$st
-	return $rc
-}
-riw_check "rping -V: 10 iterations of 1000 bytes across $dev afterwards" 60 rping_loop || true
+riw_check "rping -V: 10 iterations of 1000 bytes across $dev afterwards" 60 riw_ns0_rping 7174 || true
 
 riw_check "rdma link delete $dev" 30 rdma link delete "$dev" || true
 
-# kmemleak reports an object over 5 s old, unchanged since the previous scan.
-new_leaks() {
-	echo scan >$kmemleak
-	sleep 6
-	echo scan >$kmemleak
-	local new
-	new=$(leaked | comm -13 /tmp/riw-fuzz.leaks.before -)
-	[ -z "$new" ] && return 0
-	echo "objects leaked since the run began:"
-	awk 'FNR == NR { new[$3] = 1; next }
-		/^unreferenced object/ { show = ($3 in new) } show' <(echo "$new") $kmemleak
-	return 1
-}
-if [ -e $kmemleak ]; then
-	riw_check "kmemleak: nothing leaked since the run began" 120 new_leaks || true
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	riw_check "kmemleak: nothing leaked since the run began" 120 riw_kmemleak_new || true
 else
 	ktap_test_skip "kmemleak: nothing leaked since the run began (no kmemleak)"
 fi
