@@ -78,6 +78,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 			--module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kconn_test.ko" \
+			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kfault_test.ko" \
 			--filter "$filter" 2>&1 | tee "$log/guest.log"
 		echo "check: guest suite took $(((SECONDS - guest_start) / 60)) min"
 		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' \
