@@ -1,0 +1,165 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Teardown racing traffic, riw at both ends: each teardown below happens while several QPs
+# carry data, rping -V clients against one persistent rping server and ib_write_bw over
+# rdma_cm, between a server device in namespace 1 and a client device in namespace 0:
+#
+#   link_delete     rdma link delete of the client device
+#   link_flap       the server's netdev down, then up again
+#   rmmod           every consumer SIGKILLed, then rmmod riw at once
+#   kill_server     the serving processes SIGKILLed
+#   delete_server   rdma link delete of the server device
+#
+# After each: the rping clients end by themselves (link_flap: they may go on), then
+# whatever still runs is killed; neither device keeps a QP or a cm_id; the devices are
+# back, and the next teardown's traffic connects. The EXIT trap fails the suite on any
+# splat, and kmemleak must find nothing leaked since the start.
+#
+# RIW_TEARDOWN_ROUNDS rounds of all five (default 1, 10 with RIW_LONG), RIW_TEARDOWN_QPS
+# rping clients (default 3).
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+py=/usr/bin/python3
+if [ -n "${RIW_LONG:-}" ]; then
+	: "${RIW_TEARDOWN_ROUNDS:=10}"
+else
+	: "${RIW_TEARDOWN_ROUNDS:=1}"
+fi
+rounds=$RIW_TEARDOWN_ROUNDS
+qps=${RIW_TEARDOWN_QPS:-3}
+KINDS=(link_delete link_flap rmmod kill_server delete_server)
+PING_PORT=7610
+BW_PORT=7611
+
+ktap_print_header
+ktap_set_plan $((rounds * ${#KINDS[@]} + 2))
+
+riw_kmemleak_mark
+riw_pair_args riw riw
+riw_pair_devices tds0 tdc0
+
+# The QPs and cm_ids of the two devices (rdma_cm's listeners included).
+no_objects() {
+	{ rdma -j resource show qp; echo; rdma -j resource show cm_id; } 2>/dev/null | $py -c '
+import json, sys
+n = sum(1 for doc in sys.stdin.read().split("\n") if doc.strip()
+        for r in json.loads(doc) if r.get("ifname") in ("'$srv_dev'", "'$cli_dev'"))
+print(n, "QPs and cm_ids on the devices")
+sys.exit(n != 0)'
+}
+
+# Both devices there, their netdevs up, riw loaded.
+restore() {
+	lsmod | grep -q '^riw ' || modprobe riw
+	ip -n "$RIW_NS1" link set "$RIW_DEV1" up
+	rdma dev show "$srv_dev" >/dev/null 2>&1 ||
+		in1 rdma link add "$srv_dev" type riw netdev "$RIW_DEV1"
+	rdma dev show "$cli_dev" >/dev/null 2>&1 ||
+		in0 rdma link add "$cli_dev" type riw netdev "$RIW_DEV0"
+}
+
+# A process in the background, its output in $tmp/NAME.log; its pid in $! as for &.
+bg() { # NAME CMD...
+	local name=$1
+	shift
+	"$@" >"$tmp/$name.log" 2>&1 </dev/null &
+}
+
+clients=()
+# The server side, then QPS rping clients and an ib_write_bw pair; returns once every
+# client has its QP and data flows.
+traffic_start() {
+	local i
+	clients=()
+	rm -f "$tmp"/*.log
+	bg rping_server in1 rping -s -P -a "$SRV4" -p $PING_PORT -S 16384 -V
+	riw_poll 10 __riw_listening $PING_PORT || { echo "rping server: no listener"; return 1; }
+	bg bw_server in1 ib_write_bw -d "$srv_dev" -R -p $BW_PORT -D 600 -s 65536
+	riw_poll 10 __riw_listening $BW_PORT || { echo "ib_write_bw server: no listener"; return 1; }
+	# ib_write_bw first: its server's accept (buffers, registration) is slow on a debug
+	# kernel, and slower with rping running; past the MPA timeout the connection fails.
+	bg bw_client in0 ib_write_bw -d "$cli_dev" -R -p $BW_PORT -D 600 -s 65536 "$SRV4"
+	riw_flowing "$cli_dev" 100 30 || { echo "ib_write_bw moves no data"; return 1; }
+	for ((i = 0; i < qps; i++)); do
+		bg "rping_client$i" in0 rping -c -a "$SRV4" -p $PING_PORT -C 1000000 -S 16384 -V
+		clients+=("$!")
+	done
+	riw_poll 30 eval "[ \$(riw_qp_count $cli_dev) -ge $((qps + 1)) ]" ||
+		{ echo "not all clients connected: $(riw_qp_count "$cli_dev") QPs"; return 1; }
+	riw_flowing "$cli_dev" 200 30 || { echo "no data flows"; return 1; }
+}
+
+show_logs() {
+	local f
+	for f in "$tmp"/*.log; do
+		[ -s "$f" ] && tail -n 5 "$f" | sed "s|^|$(basename "$f" .log): |"
+	done
+	return 0
+}
+
+clients_gone() {
+	local p
+	for p in "${clients[@]}"; do
+		! kill -0 "$p" 2>/dev/null || return 1
+	done
+}
+
+# One teardown of KIND under traffic, and what must follow.
+teardown() { # KIND
+	local kind=$1 rc=0
+	traffic_start || rc=1
+	if [ $rc -eq 0 ]; then
+		case $kind in
+		link_delete) riw_run 30 rdma link delete "$cli_dev" || rc=1 ;;
+		link_flap)
+			ip -n "$RIW_NS1" link set "$RIW_DEV1" down
+			sleep 1
+			ip -n "$RIW_NS1" link set "$RIW_DEV1" up
+			;;
+		rmmod)
+			riw_ns_kill "$RIW_NS0"
+			riw_ns_kill "$RIW_NS1"
+			riw_run 60 modprobe -r riw || { echo "rmmod riw failed"; rc=1; }
+			;;
+		kill_server)
+			# shellcheck disable=SC2046 # one pid a word
+			kill -KILL $(ip netns pids "$RIW_NS1") 2>/dev/null || true
+			;;
+		delete_server) riw_run 30 rdma link delete "$srv_dev" || rc=1 ;;
+		esac
+		if [ $rc -eq 0 ] && [ "$kind" != link_flap ] &&
+			! riw_poll 20 clients_gone; then
+			echo "the rping clients did not end"
+			rc=1
+		fi
+	fi
+	riw_ns_kill "$RIW_NS0"
+	riw_ns_kill "$RIW_NS1"
+	wait
+	[ $rc -eq 0 ] || show_logs
+	if ! riw_poll 30 no_objects >/dev/null; then
+		echo "QPs or cm_ids stay:"
+		rdma resource show
+		rc=1
+	fi
+	restore || rc=1
+	return $rc
+}
+
+for ((round = 1; round <= rounds; round++)); do
+	for kind in "${KINDS[@]}"; do
+		riw_check "round $round: $kind under traffic ($qps rping -V, ib_write_bw)" 180 \
+			teardown "$kind" || true
+	done
+done
+
+riw_check "no QPs or cm_ids left on $srv_dev or $cli_dev" 30 riw_poll 10 no_objects || true
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	riw_check "kmemleak: nothing leaked since the start" 120 riw_kmemleak_new || true
+else
+	ktap_test_skip "kmemleak: nothing leaked since the start (no kmemleak)"
+fi
+
+ktap_finished
