@@ -3,7 +3,7 @@
 #
 # The verbs fuzzer, verbs/fuzz.py: random sequences of valid and invalid verbs with random
 # attributes, and rdma_cm connections with random traffic, disconnects and destruction, from
-# stock pyverbs against one device, for RIW_FUZZ_VERBS_SECONDS (default 120, 900 with
+# stock pyverbs against one device, for RIW_FUZZ_VERBS_SECONDS (default 60, 900 with
 # RIW_LONG). Then the kernel must show nothing of it:
 #
 #   the fuzzer ran and exited 0 within its time plus 60 s (times the timeout scale)
@@ -34,7 +34,7 @@ dev=fz0
 if [ -n "${RIW_LONG:-}" ]; then
 	: "${RIW_FUZZ_VERBS_SECONDS:=900}"
 else
-	: "${RIW_FUZZ_VERBS_SECONDS:=120}"
+	: "${RIW_FUZZ_VERBS_SECONDS:=60}"
 fi
 secs=$RIW_FUZZ_VERBS_SECONDS
 seed=${RIW_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
