@@ -9,6 +9,7 @@
 #   make check        host unit tests and fuzz smoke, then the guest suite (debug kernel)
 #   make check-long   make check with the suites' longer sweeps (RIW_LONG=1)
 #   make bench        riw against siw and TCP on the release kernel, tables of ratios
+#   make soak         RIW_SOAK_MINUTES (default 30) of mixed traffic on the debug kernel
 #   make fuzz         fuzz every protocol parser for FUZZ_SECONDS each (default 300)
 #   make deps         install the Debian packages and cargo tools the project needs
 #
@@ -30,7 +31,7 @@ KMAKE_FLAGS ?=
 # Where make install puts modules (empty: /lib/modules).
 INSTALL_MOD_PATH ?=
 
-.PHONY: all module kernel kernel-image module-path demo check check-long bench fuzz deps \
+.PHONY: all module kernel kernel-image module-path demo check check-long bench soak fuzz deps \
 	clean modules install
 
 all: module
@@ -62,6 +63,9 @@ check-long:
 
 bench:
 	@$(scripts)/bench.sh
+
+soak:
+	@$(scripts)/soak.sh
 
 fuzz:
 	@drivers/infiniband/sw/riw/proto/fuzz/run.sh $(FUZZ_SECONDS)
