@@ -1095,6 +1095,14 @@ impl<H: SocketHandler> TcpStream<H> {
         unsafe { bindings::riw_sock_mss(self.sock.sock.as_ptr()) }
     }
 
+    /// Whether TCP holds none of our bytes, neither unsent nor unacknowledged. A send
+    /// that found no room then (an allocation failed) hears of no write space later: no
+    /// acknowledgement is coming to free any.
+    pub fn send_queue_empty(&self) -> bool {
+        // SAFETY: A live socket; reads one word.
+        unsafe { bindings::riw_sk_wmem_queued(self.sock.sk()) == 0 }
+    }
+
     /// Sends what fits of `buf` without blocking; `more`: more data follows at once.
     /// Returns the bytes taken (EAGAIN if none fit).
     pub fn send(&self, buf: &[u8], more: bool) -> Result<usize> {

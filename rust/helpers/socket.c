@@ -91,6 +91,11 @@ unsigned int riw_sock_mss(struct socket *sock)
 	return READ_ONCE(tcp_sk(sock->sk)->mss_cache);
 }
 
+int riw_sk_wmem_queued(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_wmem_queued);
+}
+
 int riw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor)
 {
 	return tcp_read_sock(sk, desc, actor);

@@ -18,6 +18,7 @@ use crate::kernel_ext::socket::{
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::kernel_ext::trace::{self, RtrKind};
+use crate::kernel_ext::workqueue::msecs_to_jiffies;
 use crate::proto::Error as WireError;
 use crate::proto::{Negotiated, RtrMode, TermCause, Terminate};
 use crate::reads::Reads;
@@ -32,6 +33,9 @@ use kernel::sync::Arc;
 
 /// FPDUs a connection handles per direction before it lets other work run.
 const BUDGET: u32 = 64;
+/// How soon a send that failed for want of memory, with nothing in flight, is tried
+/// again.
+const SEND_RETRY_MS: u32 = 20;
 /// FPDUs the socket callback receives at a time, in softirq context; the work item takes
 /// over beyond that.
 const CALLBACK_BUDGET: u32 = 16;
@@ -60,6 +64,8 @@ pub(crate) trait Host: SocketHandler + ZeroCopyOwner + Sized {
     fn kick(this: &Arc<Self>);
     /// Does the host's work here and now, as its work item does.
     fn run_engine(this: &Arc<Self>);
+    /// Schedules the host's work after `jiffies`, unless it is scheduled already.
+    fn kick_after(this: &Arc<Self>, jiffies: u64);
 }
 
 /// The part of a connection that the contexts running it reach without the endpoint's
@@ -526,7 +532,15 @@ impl<H: Host> Connection<H> {
                 }
                 Ok(())
             }
-            TxEnd::Blocked => Ok(()),
+            TxEnd::Blocked => {
+                // A full socket wakes us when acknowledgements free room; one that
+                // refused bytes while holding none of ours (an allocation failed) never
+                // will: try again shortly, as a blocking sender would.
+                if sock.send_queue_empty() {
+                    H::kick_after(host, msecs_to_jiffies(SEND_RETRY_MS));
+                }
+                Ok(())
+            }
             TxEnd::Budget => {
                 H::kick(host);
                 Ok(())

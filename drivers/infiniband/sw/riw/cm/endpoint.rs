@@ -1023,6 +1023,10 @@ impl Host for Endpoint {
     fn run_engine(this: &Arc<Self>) {
         this.run_engine();
     }
+
+    fn kick_after(this: &Arc<Self>, jiffies: u64) {
+        DelayedWork::run_after(this, &this.dev.queue, jiffies);
+    }
 }
 
 impl ConnectionEndpoint for Endpoint {
