@@ -20,6 +20,10 @@
 # it: no objects left, rping -V across it, rdma link delete, and kmemleak finds nothing
 # leaked since the start.
 #
+# Before those last checks, allocations fail in the middle of transfers, per kind: a
+# quarter of those made with riw's code on the stack, in any task, 20 at most, while two
+# rping -V connections run (mid_transfer). Each must go on or end with an error.
+#
 # The kernel reports some failed allocations itself (warn_alloc: "vmalloc error" or "page
 # allocation failure", with a stack trace): such a report is the injected failure's, named
 # and not counted as a splat.
@@ -70,6 +74,106 @@ faults() { # failslab|fail_page_alloc|off
 	echo 0 >$dbg/fail_page_alloc/verbose
 }
 riw_defer faults off
+riw_defer under_riw failslab off
+riw_defer under_riw fail_page_alloc off
+
+# KIND's allocations fail (PERCENT of them, TIMES at most) in every task, but only those
+# made with riw's code on the stack (its module's text, from kallsyms): in practice TCP's
+# buffers for riw's sends. Never those under the uverbs core's completion handler: it
+# drops the completion event when its GFP_ATOMIC allocation fails, whatever the driver,
+# and the application waiting for the event then waits for ever. "off" puts the defaults
+# back, which fail-nth obeys too.
+under_riw() { # KIND PERCENT TIMES | KIND off
+	local d=$dbg/$1 percent=$2 times=${3:-} range
+	if [ "$percent" = off ]; then
+		echo 0 >"$d/probability"
+		echo 0 >"$d/require-start"
+		echo 18446744073709551615 >"$d/require-end"
+		echo 0 >"$d/reject-start"
+		echo 0 >"$d/reject-end"
+		echo 1 >"$d/times"
+		return
+	fi
+	# "require-start require-end reject-start reject-end"
+	range=$($py - <<-'EOF'
+		syms = [l.split() for l in open("/proc/kallsyms")]
+		text = sorted({int(s[0], 16) for s in syms if s[1] in "tT"})
+		riw = [int(s[0], 16) for s in syms if s[-1] == "[riw]" and s[1] in "tT"]
+		cb = [int(s[0], 16) for s in syms if s[2:] == ["ib_uverbs_comp_handler"]]
+		if riw and cb:
+		    print(min(riw), max(riw) + 65536, cb[0], min(x for x in text if x > cb[0]))
+		EOF
+	)
+	[ -n "$range" ] || return 1
+	set -- $range
+	echo N >"$d/task-filter"
+	echo 32 >"$d/stacktrace-depth"
+	echo "$1" >"$d/require-start"
+	echo "$2" >"$d/require-end"
+	echo "$3" >"$d/reject-start"
+	echo "$4" >"$d/reject-end"
+	echo 0 >"$d/space"
+	echo 1 >"$d/interval"
+	echo "$times" >"$d/times"
+	echo "$percent" >"$d/probability"
+}
+
+pings() { grep -c "ping data" "$tmp/ping$1.log" || true; }
+
+# Allocations failing in the middle of transfers: two rping -V connections across the
+# device (pinging until stopped), while KIND fails allocations under riw. A send that
+# TCP refuses for want of memory is sent again once there is some, even when TCP held
+# nothing of the connection and so has no write space to announce. Afterwards each
+# connection has either moved on by 20 more pings (its client prints each, -v) within 20 s
+# (scaled), or ended with an error; none stalls, and none saw different data (-V).
+mid_transfer() { # KIND PORT
+	local kind=$1 port=$2 t times=20 left rc=0 t0=$SECONDS
+	local -a srv=() cli=() at=()
+	faults "$kind"
+	for t in 0 1; do
+		# Not in0 (a function, run in a subshell): $! is rping's own.
+		ip netns exec "$RIW_NS0" rping -s -a "$RIW_ADDR0" -p $((port + t)) -S 4096 -V \
+			>/dev/null 2>&1 &
+		srv+=($!)
+		riw_poll 10 eval "[ -n \"\$(in0 ss -Htln 'sport = :$((port + t))')\" ]" || true
+		ip netns exec "$RIW_NS0" rping -c -a "$RIW_ADDR0" -p $((port + t)) -S 4096 -V -v \
+			>"$tmp/ping$t.log" 2>&1 &
+		cli+=($!)
+	done
+	riw_poll 30 eval '[ $(pings 0) -ge 20 ] && [ $(pings 1) -ge 20 ]' ||
+		echo "# $kind: no pings before the faults"
+	under_riw "$kind" 25 $times || echo "# $kind: riw's text not found in kallsyms"
+	riw_poll 10 eval "[ \$(cat $dbg/$kind/times) -eq 0 ]" || true
+	left=$(cat "$dbg/$kind/times")
+	under_riw "$kind" off
+	faults off
+	echo "# $kind: $((times - left)) allocations under riw failed mid-transfer"
+	riw_result "$kind: allocations under riw failed mid-transfer" [ "$left" -lt "$times" ]
+	at=("$(pings 0)" "$(pings 1)")
+	moved() { # T
+		! kill -0 "${cli[$1]}" 2>/dev/null || [ "$(pings "$1")" -ge $((at[$1] + 20)) ]
+	}
+	if ! riw_poll 20 eval 'moved 0 && moved 1'; then
+		echo "# $kind: a connection stopped (pings $(pings 0) and $(pings 1), from ${at[*]})"
+		{ riw_state; rdma resource show qp -dd; rdma resource show cq -dd; } | riw_diag
+		rc=1
+	fi
+	for t in 0 1; do
+		if kill -0 "${cli[t]}" 2>/dev/null; then
+			echo "# $kind: connection $t went on ($(pings $t) pings)"
+		else
+			wait "${cli[t]}" || echo "# $kind: connection $t ended with $? ($(pings $t) pings)"
+		fi
+		if grep -qi mismatch "$tmp/ping$t.log"; then
+			grep -i mismatch "$tmp/ping$t.log" | head -3 | riw_diag
+			rc=1
+		fi
+	done
+	kill -KILL "${cli[@]}" "${srv[@]}" 2>/dev/null || true
+	wait "${cli[@]}" "${srv[@]}" 2>/dev/null || true
+	echo "# $kind: took $((SECONDS - t0)) s"
+	riw_result "$kind: both connections go on or end with an error; none stalls" [ $rc -eq 0 ]
+}
 
 riw_kmemleak_mark
 riw_ns0_device riw "$dev"
@@ -88,7 +192,7 @@ for kind in "${KINDS[@]}"; do
 	modprobe -r riw_kfault_test 2>/dev/null || true
 done
 # and after the user part, per kind: no objects, rping, link delete, kmemleak
-riw_kmod_results riw_kfault_test $((${#KINDS[@]} * (1 + ${#names[@]}) + 4))
+riw_kmod_results riw_kfault_test $((${#KINDS[@]} * (3 + ${#names[@]}) + 4))
 for i in "${!KINDS[@]}"; do
 	riw_result "${KINDS[i]}: riw_kfault_test loads (every check passed)" [ "${rcs[i]}" -eq 0 ]
 done
@@ -107,6 +211,12 @@ for kind in "${KINDS[@]}"; do
 	riw_run_part 600 riw tests ip netns exec "$RIW_NS0" \
 		env RIW_TIMEOUT_SCALE="$RIW_TIMEOUT_SCALE" "$prog" "$dev" "$RIW_ADDR0"
 	faults off
+done
+
+port=7180
+for kind in "${KINDS[@]}"; do
+	mid_transfer "$kind" $port
+	port=$((port + 2))
 done
 
 no_objects() {
