@@ -87,6 +87,7 @@ bool riw_in_softirq(void);
 bool riw_irqs_disabled(void);
 bool riw_preemptible(void);
 int riw_raw_smp_processor_id(void);
+bool riw_current_is_kworker(void);
 
 /* helpers/rcupdate.c */
 void riw_rcu_read_lock(void);

@@ -85,6 +85,23 @@ fn work_cpu() -> c_int {
     }
 }
 
+/// The CPU for work handed over by a kernel consumer's call: this one if the caller is
+/// a work item or softirq (a ULP's completion handler, a target executing a command), so
+/// that the work runs right after it with no other CPU woken, and an answer goes out where
+/// its request came in; from a task's own context (an application submitting I/O), the
+/// next one, as `work_cpu`, and the task keeps its CPU.
+fn caller_work_cpu() -> c_int {
+    // SAFETY: Reads the execution context.
+    let from_engine = unsafe { !bindings::riw_in_task() || bindings::riw_current_is_kworker() };
+    if from_engine {
+        // SAFETY: Reads this CPU's number; being moved meanwhile only makes the choice a
+        // less good one.
+        unsafe { bindings::riw_raw_smp_processor_id() }
+    } else {
+        work_cpu()
+    }
+}
+
 impl Drop for Queue {
     fn drop(&mut self) {
         // SAFETY: Owned. Items still queued run first; the owners of delayed items cancel
@@ -155,10 +172,18 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
 
     /// Runs `this` as soon as possible, earlier than a pending timeout would.
     pub fn run_now(this: &Arc<T>, queue: &Queue) {
+        Self::run_now_on(this, queue, work_cpu())
+    }
+
+    /// As `run_now`, for work a kernel consumer's call hands over (see `caller_work_cpu`).
+    pub fn run_now_for_caller(this: &Arc<T>, queue: &Queue) {
+        Self::run_now_on(this, queue, caller_work_cpu())
+    }
+
+    fn run_now_on(this: &Arc<T>, queue: &Queue, cpu: c_int) {
         let Some(ptr) = Self::owner_ref(this) else {
             return;
         };
-        let cpu = work_cpu();
         let dw = this
             .delayed_work()
             .dw

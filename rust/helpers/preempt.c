@@ -5,6 +5,7 @@
 #include <linux/preempt.h>
 #include <linux/irqflags.h>
 #include <linux/smp.h>
+#include <linux/sched.h>
 
 bool riw_in_task(void)
 {
@@ -30,4 +31,10 @@ bool riw_preemptible(void)
 int riw_raw_smp_processor_id(void)
 {
 	return raw_smp_processor_id();
+}
+
+/* Whether this runs in a work item (task context, a workqueue's worker). */
+bool riw_current_is_kworker(void)
+{
+	return in_task() && (current->flags & PF_WQ_WORKER);
 }

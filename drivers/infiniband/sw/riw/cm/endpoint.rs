@@ -1035,7 +1035,10 @@ impl ConnectionEndpoint for Endpoint {
     }
 
     fn posted(self: Arc<Self>) {
-        self.kick();
+        // A kernel consumer's work requests: sent by the work item, on this CPU when the
+        // consumer posts from its own completion handling (a target answering a command),
+        // else on the next.
+        DelayedWork::run_now_for_caller(&self, &self.dev.queue);
     }
 
     fn close(self: Arc<Self>, mode: CloseMode) {
