@@ -147,7 +147,16 @@ while running; do
 	sleep 60
 	echo "# $(((secs - (end - SECONDS)) / 60)) of $mins minutes"
 done
-# The rping clients still running are ended (counted as "exit 137"), not waited for.
+# The rping clients still running are ended (counted as "exit 137"), not waited for;
+# what they and riw were doing is shown first.
+if pgrep -f "^rping -c -a $SRV4 -p $PING_PORT " >/dev/null; then
+	{
+		echo "rping clients still running at the end:"
+		ps -o pid,etimes,stat,wchan:32,args -C rping
+		riw_state
+		grep -H . /sys/kernel/debug/riw/*/connections 2>/dev/null
+	} | riw_diag
+fi
 pkill -KILL -f "^rping -c -a $SRV4 -p $PING_PORT " || true
 wait "${pids[@]}" || true
 fuzz_rc=0 fio_rc=0
