@@ -284,8 +284,12 @@ target_device_lost() {
 
 # As kmemleak.sh does here (no kmemleak on the release kernel: nothing to find).
 peer_leaks() {
-	riw_peer "k=/sys/kernel/debug/kmemleak; [ -e \$k ] || exit 0
-		echo scan >\$k; sleep 6; echo scan >\$k; l=\$(cat \$k); echo \"\$l\"; [ -z \"\$l\" ]"
+	local report leaks
+	report=$(riw_peer "k=/sys/kernel/debug/kmemleak; [ -e \$k ] || exit 0
+		echo scan >\$k; sleep 6; echo scan >\$k; cat \$k")
+	leaks=$(riw_kmemleak_classify <<<"$report" | awk '$2 == "new" { print $1 }')
+	echo "$report"
+	[ -z "$leaks" ]
 }
 riw_check "no kmemleak reports in the peer" 120 peer_leaks || true
 
