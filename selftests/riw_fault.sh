@@ -10,7 +10,8 @@
 #
 #   kverbs/riw_kfault_test.c   a kernel consumer: ib_alloc_pd (with its DMA MR), ib_alloc_cq
 #                              (softirq and work-queue polling), ib_create_qp with rdma_rw
-#                              contexts, ib_modify_qp, ib_create_srq, ib_alloc_mr
+#                              contexts, ib_modify_qp, ib_create_srq, ib_alloc_mr, and
+#                              rdma_cm's listen, connect and accept
 #   verbs/fault_nth.c          userspace, stock libibverbs and librdmacm: the context, PD,
 #                              CQ, QP and SRQ with their mmapped rings, a user MR,
 #                              ibv_modify_qp, and rdma_cm's listen, connect and accept
@@ -179,13 +180,19 @@ riw_kmemleak_mark
 riw_ns0_device riw "$dev"
 echo "# device $dev on $RIW_DEV0 $RIW_ADDR0, timeout scale $RIW_TIMEOUT_SCALE"
 
-# The kernel consumer, once per kind: it loads only if every check passed.
+# The kernel consumer, once per kind: it loads only if every check passed. Its rdma_cm
+# calls run in the namespace of a process left there.
+ip netns exec "$RIW_NS0" sleep infinity &
+ns_pid=$!
+riw_defer kill $ns_pid
+riw_poll 10 eval '[ "$(cat /proc/$ns_pid/comm)" = sleep ]' || echo "# no sleep in $RIW_NS0"
 rcs=()
 for kind in "${KINDS[@]}"; do
 	faults "$kind"
 	rc=0
 	t0=$SECONDS
-	modprobe riw_kfault_test device=$dev label="$kind" || rc=$?
+	modprobe riw_kfault_test device=$dev label="$kind" netns_pid=$ns_pid addr="$RIW_ADDR0" ||
+		rc=$?
 	faults off
 	echo "# riw_kfault_test with $kind took $((SECONDS - t0)) s"
 	rcs+=("$rc")
