@@ -37,9 +37,11 @@ use kernel::sync::Arc;
 /// The sink STag of a zero-length Read, which has no local buffer: never 0.
 const ZERO_READ_SINK_STAG: u32 = 1;
 
-/// FPDUs of a message that are copied are framed together, up to this many bytes, and
-/// handed to the socket in one call: one FPDU per TCP segment costs no more calls than
-/// FPDUs of many segments.
+/// Copied FPDUs are framed together, up to this many bytes (or two of the largest FPDUs),
+/// and handed to the socket in one call: those of one message, so that one FPDU per TCP
+/// segment costs no more calls than FPDUs of many segments, and, toward a peer that took
+/// FPDUs of several segments, those of the messages that follow while the send queue held
+/// more at each take (small FPDUs then share TCP segments).
 const TX_BATCH_BYTES: usize = 16384;
 
 /// TCP segments an FPDU may span toward a peer that agreed to larger FPDUs in the MPA
@@ -224,6 +226,8 @@ struct Frame {
 /// The message being built into FPDUs, and the connection's framing parameters.
 struct Building {
     crc: bool,
+    /// FPDUs of several messages may be framed together (see `TX_BATCH_BYTES`).
+    batch_messages: bool,
     max_ulpdu: u16,
     /// The most buffer bytes one FPDU takes.
     max_frame: usize,
@@ -319,7 +323,7 @@ impl Sender {
             params::fpdu_segments().unwrap_or(if large_fpdus { LARGE_FPDU_SEGMENTS } else { 1 });
         let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(segments));
         let max_frame = MAX_FRAME_HEADER_LEN + usize::from(max_ulpdu) + MAX_TRAILER_LEN;
-        let buf = KVVec::from_elem(0u8, max_frame.max(TX_BATCH_BYTES), GFP_KERNEL)?;
+        let buf = KVVec::from_elem(0u8, (2 * max_frame).max(TX_BATCH_BYTES), GFP_KERNEL)?;
         Ok(Self {
             out: Frame {
                 buf,
@@ -334,6 +338,7 @@ impl Sender {
             },
             msg: Building {
                 crc,
+                batch_messages: segments > 1,
                 max_ulpdu,
                 max_frame,
                 send_msn: 1,
@@ -374,17 +379,22 @@ impl Sender {
         self.msg.message.is_none() && !self.sched.held && self.out.sent == self.out.total()
     }
 
-    /// Whether the next FPDU of the current message is framed behind the copied ones
-    /// waiting in the buffer, rather than those going first: more of the message follows,
-    /// nothing of the buffer went yet, another FPDU fits, and the budget allows one.
+    /// Whether the next FPDU is framed behind the copied ones waiting in the buffer,
+    /// rather than those going first: nothing of the buffer went yet, another FPDU fits,
+    /// the budget allows one, and either more of the current message follows or, between
+    /// messages toward a peer that takes several per segment, the send queue held another
+    /// entry at the last take (not one held back for Reads). Copied FPDUs of a new message
+    /// with several FPDUs, or zero-copy ones, are not framed behind others.
     #[inline(always)]
     fn batching(&self, budget: u32) -> bool {
-        self.out.more
-            && self.out.zero_copy_len == 0
+        let room = self.out.zero_copy_len == 0
             && self.out.sent == 0
             && budget != 0
-            && self.msg.message.is_some()
-            && self.out.len + self.msg.max_frame <= self.out.buf.len()
+            && self.out.len + self.msg.max_frame <= self.out.buf.len();
+        room && match self.msg.message {
+            Some(_) => self.out.more,
+            None => self.msg.batch_messages && self.sched.ring_more && !self.sched.held,
+        }
     }
 
     /// Hands the rest of the current FPDU to the socket.
@@ -461,8 +471,10 @@ impl Sender {
         if wake == Wake::Doorbell {
             self.sched.ring_more = true;
         }
+        // Nothing more to frame behind the buffer's FPDUs: they go now.
+        let mut last_batch = false;
         loop {
-            if self.out.sent < self.out.total() && !self.batching(budget) {
+            if self.out.sent < self.out.total() && (last_batch || !self.batching(budget)) {
                 match self.push(sock, self.out.more) {
                     Ok(true) => {
                         if let Some(work) = self.out.unreported.take() {
@@ -471,6 +483,9 @@ impl Sender {
                         // The message's regions are no longer needed: released off its path.
                         if self.msg.message.is_none() && self.out.ticket.is_none() {
                             self.msg.sources.clear();
+                        }
+                        if last_batch {
+                            return TxEnd::Idle;
                         }
                     }
                     Ok(false) => return TxEnd::Blocked,
@@ -486,8 +501,20 @@ impl Sender {
                 if wake == Wake::Doorbell && !self.sched.ring_more && !self.sched.held {
                     return TxEnd::Idle;
                 }
+                // Another message is framed behind this one's last FPDU: the work that
+                // FPDU completes is reported now (its payload is in the buffer), so that
+                // whatever the next message completes comes after it.
+                if self.out.sent < self.out.total() {
+                    if let Some(work) = self.out.unreported.take() {
+                        self.finished(cx, work);
+                    }
+                }
                 match self.next_message(cx) {
                     Ok(true) => {}
+                    Ok(false) if self.out.sent < self.out.total() => {
+                        last_batch = true;
+                        continue;
+                    }
                     Ok(false) => return TxEnd::Idle,
                     Err(()) => return TxEnd::LocalError,
                 }
@@ -1039,11 +1066,17 @@ impl Sender {
         let zero_copy = self.zero_copy(cx, u64::from(len));
         if zero_copy.is_none() {
             if let Some(segment) = Segment::whole(&self.msg.template, len, self.msg.max_ulpdu) {
+                // Framed behind earlier messages' FPDUs, if any wait (see `batching`).
+                let before = if self.out.sent < self.out.total() {
+                    self.out.len
+                } else {
+                    0
+                };
                 self.build(dev, &segment, false)
                     .map_err(|_| uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR)?;
                 if self.framed(origin, None, cx).is_err() {
-                    // Nothing of it goes.
-                    self.out.set(0);
+                    // Nothing of it goes; what was framed before it does.
+                    self.out.set(before);
                     return Err(LOC_QP_OP_ERR);
                 }
                 return Ok(());
