@@ -19,12 +19,8 @@ echo scan >$kmemleak
 sleep 6
 echo scan >$kmemleak
 report=$(cat $kmemleak)
-known=$(riw_kmemleak_classify <<<"$report" | awk '$2 == "known" { print $1 }')
-leaks=$(riw_kmemleak_classify <<<"$report" | awk '$2 == "new" { print $1 }')
-if [ -n "$known" ]; then
-	riw_diag <<<"iw_cm's known leak (a dropped connection request's private data), not failed on:"
-	riw_kmemleak_show <(echo "$known") <(echo "$report") | riw_diag
-fi
+leaks=$(riw_kmemleak_addrs new <<<"$report")
+riw_kmemleak_note_known <(riw_kmemleak_addrs known <<<"$report") <(echo "$report") | riw_diag
 if [ -z "$leaks" ]; then
 	ktap_test_pass "no kmemleak reports"
 else

@@ -68,6 +68,10 @@
 #                                    leak is printed and not failed on
 #   riw_kmemleak_classify            read a kmemleak report, print "ADDRESS known|new" per
 #                                    object
+#   riw_kmemleak_addrs KIND          read a kmemleak report, print its KIND (known, new)
+#                                    objects' addresses
+#   riw_kmemleak_note_known KNOWN REPORT
+#                                    print REPORT's known-leak objects listed in file KNOWN
 #   riw_kmemleak_show NEW REPORT     print REPORT's objects whose addresses file NEW lists
 #   riw_initns_device RDMA_DEV NETDEV PEER ADDR
 #                                    riw loaded, a veth pair NETDEV-PEER in the initial
@@ -577,7 +581,7 @@ __riw_kmemleak=/sys/kernel/debug/kmemleak
 # one leak of the kernel's iw_cm that any iWARP driver meets and none can prevent (6.12 up
 # to at least 6.19): cm_event_handler() copies a connection request's private data, and when
 # the listening cm_id is destroyed before iw_cm's work item runs, cm_work_handler() drops the
-# event without freeing the copy. Documentation/riw.rst, "Known kernel issues".
+# event without freeing the copy (Documentation/riw.rst, "Building and testing").
 riw_kmemleak_classify() {
 	awk 'function out() { if (addr != "") print addr, (known ? "known" : "new") }
 		/^unreferenced object/ { out(); addr = $3; known = 0; prev = ""; next }
@@ -592,8 +596,22 @@ riw_kmemleak_show() { # NEW REPORT
 		/^unreferenced object/ { show = ($3 in new) } show' "$1" "$2"
 }
 
-__riw_leaked() { # KIND: new or known
-	riw_kmemleak_classify <$__riw_kmemleak | awk -v k="$1" '$2 == k { print $1 }' | sort
+# Reads kmemleak's report; prints the addresses of its objects of KIND, known or new.
+riw_kmemleak_addrs() { # KIND
+	riw_kmemleak_classify | awk -v k="$1" '$2 == k { print $1 }'
+}
+
+# Prints REPORT's objects whose addresses file KNOWN lists as iw_cm's known leak, if any.
+riw_kmemleak_note_known() { # KNOWN REPORT
+	local known
+	known=$(cat "$1")
+	[ -n "$known" ] || return 0
+	echo "iw_cm's known leak (a dropped connection request's private data), not failed on:"
+	riw_kmemleak_show <(echo "$known") "$2"
+}
+
+__riw_leaked() { # KIND
+	riw_kmemleak_addrs "$1" <$__riw_kmemleak | sort
 }
 
 riw_kmemleak_mark() {
@@ -606,15 +624,12 @@ riw_kmemleak_mark() {
 
 # kmemleak reports an object over 5 s old, unchanged since the previous scan.
 riw_kmemleak_new() {
-	local new known
+	local new
 	echo scan >$__riw_kmemleak
 	sleep 6
 	echo scan >$__riw_kmemleak
-	known=$(__riw_leaked known | comm -13 /tmp/riw-kmemleak.known -)
-	if [ -n "$known" ]; then
-		echo "iw_cm's known leak (a dropped connection request's private data), not failed on:"
-		riw_kmemleak_show <(echo "$known") $__riw_kmemleak
-	fi
+	riw_kmemleak_note_known <(__riw_leaked known | comm -13 /tmp/riw-kmemleak.known -) \
+		$__riw_kmemleak
 	new=$(__riw_leaked new | comm -13 /tmp/riw-kmemleak.mark -)
 	[ -z "$new" ] && return 0
 	echo "objects leaked since the mark:"

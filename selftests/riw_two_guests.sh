@@ -287,7 +287,7 @@ peer_leaks() {
 	local report leaks
 	report=$(riw_peer "k=/sys/kernel/debug/kmemleak; [ -e \$k ] || exit 0
 		echo scan >\$k; sleep 6; echo scan >\$k; cat \$k")
-	leaks=$(riw_kmemleak_classify <<<"$report" | awk '$2 == "new" { print $1 }')
+	leaks=$(riw_kmemleak_addrs new <<<"$report")
 	echo "$report"
 	[ -z "$leaks" ]
 }

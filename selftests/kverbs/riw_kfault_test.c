@@ -185,7 +185,9 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (!refuse)
 		side->event = ev->event;
 	spin_unlock_irqrestore(&side->lock, flags);
-	wake_up(&side->wq);
+	/* A waiter for the server may wait for the client's end too (server_request). */
+	wake_up(&server_side.wq);
+	wake_up(&client_side.wq);
 	return refuse;
 }
 
@@ -237,16 +239,27 @@ static int wait_client_event(enum rdma_cm_event_type want)
 	return ev == want ? 0 : -EHOSTUNREACH;
 }
 
-/* The server's connection request, once it came: NULL after CM_TIMEOUT. */
-static struct rdma_cm_id *server_request(void)
+static struct rdma_cm_id *server_side_request(void)
+{
+	struct rdma_cm_id *id;
+
+	spin_lock_irq(&server_side.lock);
+	id = server_side.request;
+	spin_unlock_irq(&server_side.lock);
+	return id;
+}
+
+/*
+ * The server's connection request, once it came: NULL after CM_TIMEOUT, or, with
+ * client_may_end, once the connecting side ended without one.
+ */
+static struct rdma_cm_id *server_request(bool client_may_end)
 {
 	struct rdma_cm_id *id = NULL;
 
-	wait_event_timeout(server_side.wq, ({
-		spin_lock_irq(&server_side.lock);
-		id = server_side.request;
-		spin_unlock_irq(&server_side.lock);
-		id; }), CM_TIMEOUT);
+	wait_event_timeout(server_side.wq, (id = server_side_request()) ||
+			   (client_may_end && cm_ended(cm_side_event(&client_side))),
+			   CM_TIMEOUT);
 	return id;
 }
 
@@ -322,16 +335,11 @@ static int accept_request(struct objs *o, struct rdma_cm_id *id)
 /* A connect that returned 0: the server accepts what comes, the client must end. */
 static int connect_settle(struct objs *o, int rc)
 {
-	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_id *id;
 
 	if (rc)
 		return rc;
-	/* A request comes, or the connecting side ends without one. */
-	wait_event_timeout(server_side.wq, ({
-		spin_lock_irq(&server_side.lock);
-		id = server_side.request;
-		spin_unlock_irq(&server_side.lock);
-		id || cm_ended(cm_side_event(&client_side)); }), CM_TIMEOUT);
+	id = server_request(true);
 	if (id)
 		accept_request(o, id);
 	return client_outcome(o);
@@ -344,7 +352,7 @@ static int accept_prepare(struct objs *o)
 
 	if (!rc)
 		rc = rdma_connect(o->cid, &conn_param);
-	if (!rc && !server_request())
+	if (!rc && !server_request(false))
 		rc = -ETIMEDOUT;
 	return rc;
 }
