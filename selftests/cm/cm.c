@@ -1731,7 +1731,9 @@ static void t_mixed_order(void)
 	if (open_pair(&p, &o)) {
 		struct end *c = &p.c, *s = &p.s;
 
-		for (int r = 0; r < 4 && !n_fail; r++) {
+		/* Many rounds: how the sender meets the next message (still in the ring, or
+		 * posted after it went idle) varies from round to round. */
+		for (int r = 0; r < 32 && !n_fail; r++) {
 			/* The first Read is long: the SEND behind it is sent well before the
 			 * response is in, yet completes after the Read. */
 			const struct want w[] = {

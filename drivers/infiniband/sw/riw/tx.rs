@@ -471,10 +471,11 @@ impl Sender {
         if wake == Wake::Doorbell {
             self.sched.ring_more = true;
         }
-        // Nothing more to frame behind the buffer's FPDUs: they go now.
-        let mut last_batch = false;
+        // The buffer's FPDUs go before anything more is framed: no message follows them
+        // (`Idle` once they went), or the next one starts a buffer of its own.
+        let mut push_now = false;
         loop {
-            if self.out.sent < self.out.total() && (last_batch || !self.batching(budget)) {
+            if self.out.sent < self.out.total() && (push_now || !self.batching(budget)) {
                 match self.push(sock, self.out.more) {
                     Ok(true) => {
                         if let Some(work) = self.out.unreported.take() {
@@ -484,9 +485,10 @@ impl Sender {
                         if self.msg.message.is_none() && self.out.ticket.is_none() {
                             self.msg.sources.clear();
                         }
-                        if last_batch {
+                        if push_now && self.msg.message.is_none() {
                             return TxEnd::Idle;
                         }
+                        push_now = false;
                     }
                     Ok(false) => return TxEnd::Blocked,
                     Err(e) => return TxEnd::SocketError(e),
@@ -504,15 +506,21 @@ impl Sender {
                 // Another message is framed behind this one's last FPDU: the work that
                 // FPDU completes is reported now (its payload is in the buffer), so that
                 // whatever the next message completes comes after it.
-                if self.out.sent < self.out.total() {
+                let waiting = self.out.sent < self.out.total();
+                if waiting {
                     if let Some(work) = self.out.unreported.take() {
                         self.finished(cx, work);
                     }
                 }
                 match self.next_message(cx) {
+                    // Zero-copy, or of several FPDUs: framed into an empty buffer.
+                    Ok(true) if waiting && self.msg.message.is_some() => {
+                        push_now = true;
+                        continue;
+                    }
                     Ok(true) => {}
-                    Ok(false) if self.out.sent < self.out.total() => {
-                        last_batch = true;
+                    Ok(false) if waiting => {
+                        push_now = true;
                         continue;
                     }
                     Ok(false) => return TxEnd::Idle,
