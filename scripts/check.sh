@@ -55,22 +55,22 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# The suite between two machines runs in the first of two guests joined by a link
 	# (selftests/vm/pair.sh); siw is loaded there too.
 	two_guests='riw_two_guests\.sh'
-	# riw's own suites take two guests, about 25 and 20 minutes: the interoperability with
+	# riw's own suites take two guests, about 22 and 14 minutes: the interoperability with
 	# the iw_cxgb4 model and third-party programs, faults, teardowns and the fuzzer in the
 	# second.
-	second='riw_(cxgb4|compat|fault|teardown|fuzz)\.sh'
+	second_guest='riw_(cxgb4|compat|fault|teardown|fuzz)\.sh'
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
-	own=() own2=()
+	own_first=() own_second=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
 		elsewhere=
 		for re in "${with_siw[@]}" "$two_guests"; do [[ $t =~ ^$re$ ]] && elsewhere=1; done
-		if [[ $t =~ ^$second$ ]]; then
-			own2+=("$t")
+		if [[ $t =~ ^$second_guest$ ]]; then
+			own_second+=("$t")
 		elif [ -z "$elsewhere" ]; then
-			own+=("$t")
+			own_first+=("$t")
 		fi
 	done
-	filters=("^($(IFS='|'; echo "${own[*]}"))\$" "^($(IFS='|'; echo "${own2[*]}"))\$")
+	filters=("^($(IFS='|'; echo "${own_first[*]}"))\$" "^($(IFS='|'; echo "${own_second[*]}"))\$")
 	for re in "${with_siw[@]}" "$two_guests"; do filters+=("^$re\$"); done
 	# A guest takes 1 to 25 minutes here; one that hangs is given up on long before CI's
 	# own limit, and the others still run. make check-long fuzzes the verbs 13 minutes
