@@ -2290,6 +2290,64 @@ static void t_write_out_of_bounds(void)
 	free_pair(&b);
 }
 
+/*
+ * As a bandwidth benchmark posts: one thread, 64-byte Writes, every STREAM_SIGNAL-th one
+ * signalled, as many outstanding as the send queue holds (32). Each post must succeed at
+ * once: once a completion is polled, the work before it has left the whole queue free.
+ */
+#define STREAM_WRITES 16384
+#define STREAM_SIGNAL 16
+#define STREAM_LEN 64
+
+static void t_stream_unsignaled(void)
+{
+	struct pair p;
+	struct opts o = { .recvs = 0 };
+
+	port_next = 30080;
+	rnd_state = 0x5eed0009;
+	if (open_pair(&p, &o)) {
+		int posted = 0, done = 0, rc = 0;
+		double end = now() + 15.0 * scale, t0 = now();
+
+		rfill(p.c.buf, BUF_SIZE);
+		while (done < STREAM_WRITES && now() < end) {
+			while (posted < STREAM_WRITES && posted - done < 32) {
+				int off = posted * STREAM_LEN % BUF_SIZE;
+				bool signal = (posted + 1) % STREAM_SIGNAL == 0;
+
+				rc = post_rdma(&p.c, posted, IBV_WR_RDMA_WRITE, off, STREAM_LEN,
+					       (uintptr_t)p.s.buf + off, p.s.mr->rkey,
+					       signal ? IBV_SEND_SIGNALED : 0);
+				if (rc)
+					break;
+				posted++;
+			}
+			if (!check(!rc, "post of Write %d with %d outstanding: %s", posted,
+				   posted - done, strerror(abs(rc))))
+				break;
+			struct ibv_wc wc;
+			int n = ibv_poll_cq(p.c.cq, 1, &wc);
+
+			if (n < 0 || (n == 1 && !check(wc.status == IBV_WC_SUCCESS &&
+						       wc.wr_id == (uint64_t)done + STREAM_SIGNAL - 1,
+						       "completion wr_id %llu status %s, want %d",
+						       (unsigned long long)wc.wr_id, st(wc.status),
+						       done + STREAM_SIGNAL - 1)))
+				break;
+			done += n * STREAM_SIGNAL;
+		}
+		diag("%d Writes posted, %d completed in %.1f s", posted, done, now() - t0);
+		check(done == STREAM_WRITES, "%d of %d Writes completed", done, STREAM_WRITES);
+		int d = wait_same(p.s.buf, p.c.buf, BUF_SIZE, 2000);
+
+		check(d < 0, "byte %d differs", d);
+		expect_no_wc(&p.c, "client", 100);
+		close_pair(&p);
+	}
+	free_pair(&p);
+}
+
 struct subtest {
 	const char *name, *desc;
 	void (*fn)(void);
@@ -2350,6 +2408,8 @@ static const struct subtest tests[] = {
 	  t_qps_64 },
 	{ "mt_post_poll", "4 threads post Writes to one QP, 2 poll its CQ: each completes once, "
 	  "data intact", t_mt_post_poll },
+	{ "stream_unsignaled", "16384 Writes from one thread, every 16th signalled, the send queue "
+	  "kept full: every post succeeds, data intact", t_stream_unsignaled },
 	{ "bad_stag", "a Write with a wrong STag index or key ends its connection; another one "
 	  "serves on", t_bad_stag },
 	{ "write_out_of_bounds", "a Write past the end of the peer's region ends its "

@@ -21,6 +21,7 @@ use crate::kernel_ext::trace::{self, RtrKind};
 use crate::kernel_ext::workqueue::msecs_to_jiffies;
 use crate::proto::Error as WireError;
 use crate::proto::{Negotiated, RtrMode, TermCause, Terminate};
+use crate::qp::RiwQp;
 use crate::reads::Reads;
 use crate::rx::{FirstFpdu, MpaInput, Receiver, RxEnd, Why};
 pub(crate) use crate::tx::Wake;
@@ -526,6 +527,11 @@ impl<H: Host> Connection<H> {
         }
         match end {
             TxEnd::Idle => {
+                // The doorbell leaves a kept send queue slot to the work item, which hands
+                // it back (see `RiwQp::keeps_slot`).
+                if RiwQp::idle_needs_run(qp, wake != Wake::Doorbell, self.tx.is_idle()) {
+                    H::kick(host);
+                }
                 if self.draining && self.tx.is_idle() && inbound.lock().reads.idle_or_wake_sender()
                 {
                     return Err(Ending::new(false, 0, false, c_str!("graceful close")));

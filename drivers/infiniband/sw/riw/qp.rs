@@ -126,6 +126,8 @@ struct QpMutable {
     max_dest_rd_atomic: u32,
     /// Index of the next send queue entry to take.
     sq_next: u32,
+    /// A taken send queue entry whose slot still reads as posted (see `take_send`).
+    sq_kept: Option<u32>,
     /// Index of the next receive queue entry to take.
     rq_next: u32,
     /// Index of the next send queue entry a kernel consumer posts.
@@ -248,6 +250,7 @@ impl RiwQp {
                     max_rd_atomic: 0,
                     max_dest_rd_atomic: 0,
                     sq_next: 0,
+                    sq_kept: None,
                     rq_next: 0,
                     sq_put: 0,
                     rq_put: 0,
@@ -392,17 +395,91 @@ impl RiwQp {
 
     /// Takes the next send work request for the engine, copied out of the ring into
     /// `sqe`, if the QP sends (RTS, or SQD while draining), and whether the entry after it
-    /// was posted then. If not, the user library rings the doorbell for the next one (see
-    /// [`RingCursor::take`]).
-    pub(crate) fn take_send(qp: &Qp<RiwDevice>, sqe: &mut uapi::siw_sqe) -> Option<bool> {
+    /// was posted then.
+    ///
+    /// A user QP's last taken entry keeps its slot marked posted (see `keeps_slot`), the
+    /// one before it goes back. `idle_hands_back` (the work item, not the doorbell):
+    /// finding the ring empty, the kept slot goes back too, and the entry after it is
+    /// looked at once more.
+    pub(crate) fn take_send(
+        qp: &Qp<RiwDevice>,
+        sqe: &mut uapi::siw_sqe,
+        idle_hands_back: bool,
+    ) -> Option<bool> {
         let this: &Self = qp;
         let mut q = this.mutable.lock();
+        let ring = RingCursor::send(this);
         if !matches!(q.state, QpState::Rts | QpState::Sqd) {
+            Self::hand_back_kept(&ring, &mut q);
             return None;
         }
+        if idle_hands_back && !ring.is_valid(q.sq_next) {
+            Self::hand_back_kept(&ring, &mut q);
+        }
+        let index = q.sq_next;
+        let keep = this.keeps_slot();
+        if !ring.take_sqe(&mut q.sq_next, sqe, !keep) {
+            return None;
+        }
+        if keep {
+            if let Some(kept) = q.sq_kept.replace(index) {
+                ring.hand_back(kept);
+            }
+        }
+        Some(ring.is_valid(q.sq_next))
+    }
+
+    /// Whether the send ring keeps the slot of its last taken entry marked posted.
+    ///
+    /// The user library rings the doorbell only if the entry before its first new one
+    /// was handed back (see [`RingCursor::take`]). Kept, it lets a program that streams
+    /// work requests post on without a system call each while the engine runs, and the
+    /// engine frames what gathered in one go. The engine hands the slot back when it
+    /// goes idle (the doorbell's own run has its work item do that) and before any send
+    /// completion, so that a consumer that saw its work complete finds its whole ring
+    /// free. Kernel consumers post through `post_send`, which needs no doorbell; a ring
+    /// of one entry would find the kept entry again as its next.
+    fn keeps_slot(&self) -> bool {
+        self.sq.is_user() && self.num_sqe >= 2
+    }
+
+    /// Hands the kept slot back, if any.
+    fn hand_back_kept(ring: &RingCursor<'_>, q: &mut QpMutable) {
+        if let Some(kept) = q.sq_kept.take() {
+            ring.hand_back(kept);
+        }
+    }
+
+    /// Before a send completion: hands the kept slot back. An entry posted after it
+    /// meanwhile is taken by the engine run that the kept slot implies (see
+    /// `idle_needs_run`).
+    pub(crate) fn release_kept(qp: &Qp<RiwDevice>) {
+        let this: &Self = qp;
+        if this.keeps_slot() {
+            let mut q = this.mutable.lock();
+            Self::hand_back_kept(&RingCursor::send(this), &mut q);
+        }
+    }
+
+    /// The engine goes idle: whether it must run again for the send ring, because the
+    /// slot of a taken entry is still kept, or, `sender_idle` (no work held back for
+    /// Reads, whose completion wakes it), an entry is posted that the library may have
+    /// posted without the doorbell while the slot was kept. `hand_back` (the work item)
+    /// hands the kept slot back first.
+    pub(crate) fn idle_needs_run(qp: &Qp<RiwDevice>, hand_back: bool, sender_idle: bool) -> bool {
+        let this: &Self = qp;
+        if !this.keeps_slot() {
+            return false;
+        }
+        let mut q = this.mutable.lock();
         let ring = RingCursor::send(this);
-        ring.take_sqe(&mut q.sq_next, sqe)
-            .then(|| ring.is_valid(q.sq_next))
+        if hand_back {
+            Self::hand_back_kept(&ring, &mut q);
+        }
+        q.sq_kept.is_some()
+            || (sender_idle
+                && matches!(q.state, QpState::Rts | QpState::Sqd)
+                && ring.is_valid(q.sq_next))
     }
 
     /// Whether send work waits in the ring (a look at its next entry's flags only).
@@ -489,6 +566,7 @@ impl RiwQp {
         }
         if next == QpState::Reset {
             // A QP back in RESET starts over: the consumer re-creates its rings' contents.
+            q.sq_kept = None;
             q.sq_next = 0;
             q.rq_next = 0;
             q.sq_put = 0;
@@ -689,6 +767,7 @@ impl RiwQp {
         let this: &Self = qp;
         let qp_num = qp.qp_num();
         let send = RingCursor::send(this);
+        Self::hand_back_kept(&send, q);
         send.flush(
             &mut q.sq_next,
             qp.send_cq::<RiwDevice>(),
@@ -781,14 +860,14 @@ impl<'a> RingCursor<'a> {
     /// Takes the entry at `next` if it is posted: copies it out once into `entry`, hands
     /// the slot back and moves on.
     pub(crate) fn take<E: kernel::types::FromBytes>(&self, next: &mut u32, entry: &mut E) -> bool {
-        self.take_with(next, |offset| self.ring.read_into(offset, entry))
+        self.take_with(next, true, |offset| self.ring.read_into(offset, entry))
     }
 
     /// As [`Self::take`] for a send queue entry: its fixed part, then only the SGEs it
     /// names, at least one (all of the SGE area for inline data, which lives there). The
     /// SGEs beyond keep what an earlier entry had; nothing reads them.
-    fn take_sqe(&self, next: &mut u32, sqe: &mut uapi::siw_sqe) -> bool {
-        self.take_with(next, |offset| {
+    fn take_sqe(&self, next: &mut u32, sqe: &mut uapi::siw_sqe, hand_back: bool) -> bool {
+        self.take_with(next, hand_back, |offset| {
             if !self.ring.read_words_into(offset, sqe, 0..SQE_SGE_WORD) {
                 return false;
             }
@@ -805,7 +884,12 @@ impl<'a> RingCursor<'a> {
 
     /// Takes the entry at `next` if it is posted, `copy_out` copying it from its offset in
     /// the ring: the slot is handed back and `next` moves on once it did.
-    fn take_with(&self, next: &mut u32, copy_out: impl FnOnce(usize) -> bool) -> bool {
+    fn take_with(
+        &self,
+        next: &mut u32,
+        hand_back: bool,
+        copy_out: impl FnOnce(usize) -> bool,
+    ) -> bool {
         if !self.is_valid(*next) {
             return false;
         }
@@ -813,11 +897,18 @@ impl<'a> RingCursor<'a> {
         if !copy_out(offset) {
             return false;
         }
-        // The user library rings the doorbell only if it finds the entry before its new
-        // one handed back: the hand-back must be ordered before our look at the next.
-        let _ = self.ring.store_u16_mb(offset + self.flags, 0);
+        if hand_back {
+            self.hand_back(*next);
+        }
         *next = next.wrapping_add(1);
         true
+    }
+
+    /// Marks the slot of the entry at `index` free.
+    fn hand_back(&self, index: u32) {
+        // The user library rings the doorbell only if it finds the entry before its new
+        // one handed back: the hand-back must be ordered before our look at the next.
+        let _ = self.ring.store_u16_mb(self.offset(index) + self.flags, 0);
     }
 
     /// Takes the valid entries from `next` on, at most one pass over the ring (userspace

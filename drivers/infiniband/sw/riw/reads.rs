@@ -13,6 +13,7 @@ use crate::cq::{send_completion_opcode, Completion, RiwCq};
 use crate::device::RiwDevice;
 use crate::kernel_ext::rdma::Qp;
 use crate::mr::{pd_id, MemRegion};
+use crate::qp::RiwQp;
 use crate::uapi;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -491,5 +492,6 @@ pub(crate) fn complete_send(qp: &Qp<RiwDevice>, work: &SendWork, status: u32) {
         solicited: false,
         invalidated: None,
     };
+    RiwQp::release_kept(qp);
     RiwCq::deliver(qp.send_cq::<RiwDevice>(), &c);
 }

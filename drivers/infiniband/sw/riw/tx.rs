@@ -717,7 +717,7 @@ impl Sender {
                 }
                 Look::Work { limits, requests } => (limits, requests),
             };
-            if !self.next_work(qp, &limits)? {
+            if !self.next_work(qp, &limits, wake != Wake::Doorbell)? {
                 // Stopped for a limit: a Read completing must wake us, unless one did
                 // since the look. A full list of work to complete stops us only if more
                 // work waits (a QP one deep fills it with every Read).
@@ -762,12 +762,13 @@ impl Sender {
         &mut self,
         qp: &Qp<RiwDevice>,
         limits: &WorkLimits,
+        idle_hands_back: bool,
     ) -> core::result::Result<bool, ()> {
         if !self.sched.held {
             if !limits.can_take {
                 return Ok(false);
             }
-            match RiwQp::take_send(qp, &mut self.sched.sqe) {
+            match RiwQp::take_send(qp, &mut self.sched.sqe, idle_hands_back) {
                 Some(more) => {
                     self.sched.ring_more = more;
                     trace_taken(qp, &self.sched.sqe);
