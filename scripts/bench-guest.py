@@ -197,9 +197,13 @@ def iperf3():
         return None
 
 
+RATE = ("ib_write_bw", "ib_send_bw")
+
+
 def rounds():
-    """Medians of 64-byte latency and 64 KiB bandwidth, riw-riw, siw-siw and iperf3 taking
-    turns: {(driver, tool): (median, runs)}, TCP under ("tcp", "iperf3")."""
+    """Medians of 64-byte latency, 64 KiB bandwidth and 64-byte message rate, riw-riw,
+    siw-siw and iperf3 taking turns: {(driver, tool): (median, runs)}, the rate under
+    (driver, (tool, 64)), TCP under ("tcp", "iperf3")."""
     runs = {}
     for r in range(ROUNDS):
         # Each goes first every other round: what a run inherits from the one before it
@@ -211,6 +215,10 @@ def rounds():
                      else perftest(tool, 65536))
                 if v is not None:
                     runs.setdefault((drv, tool), []).append(v if tool in LAT else v[0])
+            for tool in RATE:
+                v = perftest(tool, 64)
+                if v is not None:
+                    runs.setdefault((drv, (tool, 64)), []).append(v[1])
             no_devices()
         v = iperf3()
         if v is not None:
@@ -616,6 +624,15 @@ def median_tables(medians):
           "rounds",
           ("test", "unit", "riw-riw", "siw-siw", "TCP", "riw/siw", "riw/TCP",
            "riw/best TCP", "rounds (riw/siw/TCP)"), body)
+    body = []
+    for tool in RATE:
+        (mr, vr), (ms, vs) = (medians.get(("riw", (tool, 64)), none),
+                              medians.get(("siw", (tool, 64)), none))
+        body.append((f"{tool} 64 B", "Mpps", fmt(mr, ".3f"), fmt(ms, ".3f"), ratio(mr, ms),
+                     " ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(vr, vs))))
+    table(f"64-byte message rate, riw-riw and siw-siw taking turns, median of {ROUNDS} "
+          f"rounds of {ITERS_BW} messages (ratio above 1: riw faster)",
+          ("test", "unit", "riw-riw", "siw-siw", "riw/siw", "rounds (riw/siw)"), body)
 
 
 if __name__ == "__main__":
