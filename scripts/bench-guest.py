@@ -19,7 +19,8 @@ fio with direct I/O: NVMe over RDMA (nvme-rdma to nvmet-rdma exporting a memory-
 null_blk, on one device in the initial namespace, where both use rdma_cm) and NFSv4.2 over
 RDMA (the client in the initial namespace, nfsd in namespace 1, a file in tmpfs).
 
-RIW_BENCH_ONLY=fpdu, nvme or nfs runs only that table.
+RIW_BENCH_ONLY=fpdu, nvme or nfs runs only that table; perftest only the perftest matrix
+and its rounds.
 
 Run in the first guest of two joined by a link (selftests/vm/pair.sh, RIW_PEER set), it
 runs the perftest matrix riw-riw against siw-siw across the link instead, servers in the
@@ -574,6 +575,9 @@ def main():
     table("riw against siw (server-client)",
           ("test", "unit", "riw-siw", "siw-riw", "ratio", ""), both)
     median_tables(medians)
+    if only == "perftest":
+        sh("modprobe -r riw siw")
+        return
     fpdu_table(*fpdu_rounds())
     nvme_table(nvme_rounds())
     nfs_table(nfs_rounds())
