@@ -462,9 +462,11 @@ __riw_splats+='|held lock freed|suspected memory leak|blocked for more than|soft
 # state_change and write_space callbacks: siw_cm_llp_*, siw_qp_llp_*, siw_rtr_data_ready),
 # which lockdep reports as "SOFTIRQ-safe -> SOFTIRQ-unsafe lock order" once any TCP listener
 # closes with connections not yet accepted (that path takes the lock under the socket
-# spinlock), or as an "irq lock inversion" when siw's callback comes second. A report whose
-# softirq-unsafe acquisition is that read_lock of clock-AF_INET[6] from siw's code is siw's
-# own: it is named, not counted. Everything else in it still is.
+# spinlock), as an "irq lock inversion" when siw's callback comes second, or as an
+# "inconsistent lock state" ({SOFTIRQ-ON-R} -> {IN-SOFTIRQ-W}) when siw's softirq write
+# lock of the same class meets it. A report whose softirq-unsafe acquisition is that
+# read_lock of clock-AF_INET[6] from siw's code is siw's own: it is named, not counted.
+# Everything else in it still is.
 __riw_without_siw_lockdep() {
 	awk '
 	function flush() {
@@ -472,7 +474,7 @@ __riw_without_siw_lockdep() {
 		if (siw) print "riw-selftest: siw lockdep report (siw read-locks sk_callback_lock with softirqs enabled), not counted"
 		else printf "%s", buf
 	}
-	/SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected|possible irq lock inversion dependency detected/ {
+	/SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected|possible irq lock inversion dependency detected|WARNING: inconsistent lock state/ {
 		if (report) flush()
 		report = 1; buf = ""; section = ""; siw = 0; clock = 0; changed = 0; prev = ""
 	}
@@ -484,6 +486,13 @@ __riw_without_siw_lockdep() {
 		else if (/which became SOFTIRQ-irq-unsafe at/) section = clock ? "trace" : ""
 		else if (/other info that might help/) section = ""
 		else if (section == "trace" && prev ~ /_raw_read_lock\+/ && /\[siw\][[:space:]]*$/) siw = 1
+		# Inconsistent state: the read lock with softirqs on was either taken now (the
+		# line after "takes:") or registered earlier (the trace after "was registered").
+		if (/inconsistent \{SOFTIRQ-ON-R\} -> \{IN-SOFTIRQ-W\} usage/) section = "registered"
+		else if (/inconsistent \{IN-SOFTIRQ-W\} -> \{SOFTIRQ-ON-R\} usage/) section = "takes"
+		else if (section == "takes" && prev ~ / takes:$/ && /\(clock-AF_INET6?\)/ && /at: siw_[a-z_]+\+0x[0-9a-f]+\/0x[0-9a-f]+ \[siw\]/) siw = 1
+		else if (section == "registered" && prev ~ / takes:$/) section = /\(clock-AF_INET6?\)/ ? "registered2" : ""
+		else if (section == "registered2" && /\{SOFTIRQ-ON-R\} state was registered at:/) section = "trace"
 		# Inversion: the line after this names the lock and where its state changed, the
 		# next says the change was to softirq-unsafe.
 		if (prev ~ /just changed the state of lock:/ && /\(clock-AF_INET6?\)/ && /at: siw_[a-z_]+\+0x[0-9a-f]+\/0x[0-9a-f]+ \[siw\]/) changed = 1
