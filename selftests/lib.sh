@@ -490,9 +490,10 @@ __riw_without_siw_lockdep() {
 		# line after "takes:") or registered earlier (the trace after "was registered").
 		if (/inconsistent \{SOFTIRQ-ON-R\} -> \{IN-SOFTIRQ-W\} usage/) section = "registered"
 		else if (/inconsistent \{IN-SOFTIRQ-W\} -> \{SOFTIRQ-ON-R\} usage/) section = "takes"
-		else if (section == "takes" && prev ~ / takes:$/ && /\(clock-AF_INET6?\)/ && /at: siw_[a-z_]+\+0x[0-9a-f]+\/0x[0-9a-f]+ \[siw\]/) siw = 1
-		else if (section == "registered" && prev ~ / takes:$/) section = /\(clock-AF_INET6?\)/ ? "registered2" : ""
-		else if (section == "registered2" && /\{SOFTIRQ-ON-R\} state was registered at:/) section = "trace"
+		else if (prev ~ / takes:$/ && /\(clock-AF_INET6?\)/) {
+			clock = 1
+			if (section == "takes" && /at: siw_[a-z_]+\+0x[0-9a-f]+\/0x[0-9a-f]+ \[siw\]/) siw = 1
+		} else if (section == "registered" && clock && /\{SOFTIRQ-ON-R\} state was registered at:/) section = "trace"
 		# Inversion: the line after this names the lock and where its state changed, the
 		# next says the change was to softirq-unsafe.
 		if (prev ~ /just changed the state of lock:/ && /\(clock-AF_INET6?\)/ && /at: siw_[a-z_]+\+0x[0-9a-f]+\/0x[0-9a-f]+ \[siw\]/) changed = 1

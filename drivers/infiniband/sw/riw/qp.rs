@@ -865,7 +865,8 @@ impl<'a> RingCursor<'a> {
 
     /// As [`Self::take`] for a send queue entry: its fixed part, then only the SGEs it
     /// names, at least one (all of the SGE area for inline data, which lives there). The
-    /// SGEs beyond keep what an earlier entry had; nothing reads them.
+    /// SGEs beyond keep what an earlier entry had; nothing reads them. The slot is handed
+    /// back only if `hand_back`.
     fn take_sqe(&self, next: &mut u32, sqe: &mut uapi::siw_sqe, hand_back: bool) -> bool {
         self.take_with(next, hand_back, |offset| {
             if !self.ring.read_words_into(offset, sqe, 0..SQE_SGE_WORD) {
@@ -883,7 +884,7 @@ impl<'a> RingCursor<'a> {
     }
 
     /// Takes the entry at `next` if it is posted, `copy_out` copying it from its offset in
-    /// the ring: the slot is handed back and `next` moves on once it did.
+    /// the ring: `next` moves on once it did, and the slot is handed back if `hand_back`.
     fn take_with(
         &self,
         next: &mut u32,
