@@ -12,6 +12,7 @@
 # complete), ksmbd stops and the device goes, with no QP or cm_id left behind.
 set -eu
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/smb.sh"
 
 ktap_print_header
 for t in ksmbd.mountd ksmbd.adduser ksmbd.control mount.cifs fio; do
@@ -21,7 +22,6 @@ grep -qw cifs /proc/filesystems || riw_skip_all "no SMB client (CONFIG_CIFS)"
 ktap_set_plan 7
 
 DEV=smr0 PEER=smr1 ADDR=192.0.2.40
-SMB_USER=riw SMB_PASS=riw-selftest
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 share=$tmp/share mnt=$tmp/mnt
@@ -32,16 +32,6 @@ riw_defer umount "$share"
 # Before ksmbd starts: it picks SMB Direct's iWARP port (5445) when it finds an iWARP device.
 riw_initns_device smbriw0 "$DEV" "$PEER" "$ADDR"
 
-cat >"$tmp/ksmbd.conf" <<EOF
-[global]
-	netbios name = RIWSELFTEST
-[riw]
-	path = $share
-	read only = no
-	force user = root
-	force group = root
-EOF
-
 riw_cm_ids() {
 	rdma res show cm_id link smbriw0/1 2>/dev/null | grep -c "comm \[$1\]" || true
 }
@@ -50,38 +40,23 @@ riw_qps() {
 }
 
 server_up() {
-	ksmbd.adduser -c "$tmp/ksmbd.conf" -i "$tmp/users.db" -a "$SMB_USER" -p "$SMB_PASS" || return
-	ksmbd.mountd -c "$tmp/ksmbd.conf" -u "$tmp/users.db" || return
+	smb_server_up "$share" || return
 	riw_poll 30 eval 'rdma res show cm_id 2>/dev/null | grep -q "LISTEN.*comm \[ksmbd\].*:5445"' ||
 		return
 	rdma res show cm_id | grep ksmbd
 }
-server_down() {
-	ksmbd.control -s >/dev/null 2>&1
-}
-riw_defer server_down
+riw_defer smb_server_down
 riw_check "ksmbd serves SMB Direct on port 5445 through riw" 60 server_up || true
 
 mounted() {
-	mount -t cifs "//$ADDR/riw" "$mnt" -o "rdma,vers=3.1.1,username=$SMB_USER,password=$SMB_PASS" ||
-		return
-	grep -q "^RDMA" /proc/fs/cifs/DebugData || return
+	smb_mount "$ADDR" "$mnt" || return
 	echo "mounted over SMB Direct; $(riw_qps) riw QPs (both ends)"
 }
 riw_defer umount "$mnt"
 riw_check "mount.cifs -o rdma: SMB 3.1.1 over SMB Direct through riw" 60 mounted || true
 
-file_ops() {
-	echo riw >"$mnt/created" || return
-	[ "$(cat "$share/created")" = riw ] || return
-	mv "$mnt/created" "$mnt/renamed" || return
-	[ ! -e "$share/created" ] && [ "$(cat "$share/renamed")" = riw ] || return
-	mkdir "$mnt/dir" && [ -d "$share/dir" ] || return
-	rm "$mnt/renamed" && rmdir "$mnt/dir" || return
-	[ -z "$(ls -A "$share")" ]
-}
 riw_check "files created, renamed and deleted through the mount, as the server sees them" 60 \
-	file_ops || true
+	smb_file_ops "$mnt" "$share" || true
 
 # Four jobs, a file each, write at random and then read back and verify every block; fio
 # keeps its state in $tmp.
@@ -115,7 +90,7 @@ unmounted() {
 riw_check "umount: the client's connection, cm_id and QPs gone" 60 unmounted || true
 
 riw_check "ksmbd stops and the riw device goes, no cm_id left" 60 \
-	eval 'server_down && riw_poll 30 eval "[ \$(riw_cm_ids ksmbd) -eq 0 ]" &&
+	eval 'smb_server_down && riw_poll 30 eval "[ \$(riw_cm_ids ksmbd) -eq 0 ]" &&
 		rdma link delete smbriw0' || true
 
 ktap_finished
