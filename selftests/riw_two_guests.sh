@@ -5,19 +5,24 @@
 # (selftests/vm/pair.sh), each with its own kernel, so nothing is delivered locally as over
 # veth. For each pairing of drivers here and there (riw and siw, siw and riw; riw and riw
 # too in make check-long), stock programs run across the link with riw as server and as
-# client: rping -V at 23 B and 64 KiB, and the kernel's NVMe/RDMA host here against
-# nvmet-rdma there, with fio verifying; make check-long adds rping sizes, ucmatose and
-# perftest over rdma_cm. Then, riw at both ends: the link goes down and up under rping -V;
-# (make check-long: the target's device is deleted and riw unloaded under NVMe writes, and
-# brought back, the host reconnecting;) and the peer guest is powered off under rping -V
-# (and NVMe writes in make check-long), after which this side ends what it had (QPs and
-# cm_ids gone, the controller given up, no splat, no leak) and deletes its device.
+# client: rping -V at 23 B and 64 KiB, and three kernel storage protocols with their stock
+# tools, initiator or client here and target or server there, fio verifying on each: the
+# NVMe/RDMA host against nvmet-rdma, open-iscsi's iSER initiator against LIO's iSER target
+# (targetcli), and the cifs client against ksmbd over SMB Direct. make check-long adds
+# rping sizes, ucmatose and perftest over rdma_cm. Then, riw at both ends: the link goes
+# down and up under rping -V; (make check-long: the target's device is deleted and riw
+# unloaded under NVMe writes, and brought back, the host reconnecting;) and the peer guest
+# is powered off under rping -V (and NVMe writes in make check-long), after which this side
+# ends what it had (QPs and cm_ids gone, the controller given up, no splat, no leak) and
+# deletes its device.
 #
 # Skipped outside a two-guest run (make check runs it in one). make check keeps the broad,
 # fast part; NVMe-oF failures under I/O are in riw_nvme.sh too, in one guest.
 set -eu
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/nvmet.sh"
+. "$(dirname "$0")/iser.sh"
+. "$(dirname "$0")/smb.sh"
 
 ktap_print_header
 [ -n "${RIW_PEER:-}" ] || riw_skip_all "no peer guest (selftests/vm/kselftest.sh --pair)"
@@ -34,7 +39,7 @@ if [ -n "${RIW_LONG:-}" ]; then
 		"ib_write_lat -s 64" "ib_read_lat -s 64")
 	UCMATOSE=2
 fi
-per_pairing=$((${#RPINGS[@]} + ${#PERFTESTS[@]} + UCMATOSE + 4))
+per_pairing=$((${#RPINGS[@]} + ${#PERFTESTS[@]} + UCMATOSE + 8))
 long_checks=0
 [ -z "${RIW_LONG:-}" ] || long_checks=1
 ktap_set_plan $((${#PAIRINGS[@]} * per_pairing + 6 + long_checks))
@@ -52,6 +57,11 @@ riw_defer riw_peer "pkill -KILL -x 'rping|ucmatose|ib_write_bw|ib_read_bw|ib_sen
 riw_peer "echo clear >/sys/kernel/debug/kmemleak 2>/dev/null; true" >/dev/null
 
 NQN=nqn.2026-11.dev.riw:two-guests PORT=4420
+IQN=iqn.2026-11.dev.riw:two-guests ISCSI_PORT=3260 SHARE=/tmp/riw-share
+iser_initiator_up iqn.2026-11.dev.riw:two-guests-initiator
+riw_defer iser_initiator_down
+mkdir -p "$tmp/mnt"
+riw_defer umount -l "$tmp/mnt"
 
 # The device of DRIVER on the link here (l0) and there (p0).
 devices_up() { # LOCAL_DRIVER PEER_DRIVER
@@ -156,6 +166,17 @@ nvme_blockdev() {
 	return 1
 }
 
+# 8 MiB written and read back, then fio writing at random, every block verified.
+block_io() { # DISK
+	head -c $((8 << 20)) /dev/urandom >"$tmp/pattern"
+	dd if="$tmp/pattern" of="$1" bs=1M oflag=direct status=none || return
+	dd if="$1" of="$tmp/back" bs=1M count=8 iflag=direct status=none || return
+	cmp "$tmp/pattern" "$tmp/back" || return
+	(cd "$tmp" && fio --name=two-guests --filename="$1" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bsrange=4k-128k --iodepth=16 --size=8M --verify=crc32c \
+		--verify_fatal=1)
+}
+
 nvme_io() {
 	local blk
 	modprobe nvme-rdma || return
@@ -164,15 +185,37 @@ nvme_io() {
 	riw_poll 30 nvme_blockdev || return
 	blk=$(nvme_blockdev)
 	echo "block device $blk"
-	head -c $((8 << 20)) /dev/urandom >"$tmp/pattern"
-	dd if="$tmp/pattern" of="$blk" bs=1M oflag=direct status=none || return
-	dd if="$blk" of="$tmp/back" bs=1M count=8 iflag=direct status=none || return
-	cmp "$tmp/pattern" "$tmp/back" || return
-	(cd "$tmp" && fio --name=two-guests --filename="$blk" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bsrange=4k-128k --iodepth=16 --size=8M --verify=crc32c \
-		--verify_fatal=1) || return
+	block_io "$blk" || return
 	nvme disconnect -n "$NQN" || return
 	riw_poll 30 eval '! nvme_blockdev >/dev/null'
+}
+
+iser_io() {
+	iser_login "$IQN" "$RIW_PEER" "$ISCSI_PORT" || return
+	block_io "$(iser_disk)" || return
+	iser_logout "$IQN" "$RIW_PEER" "$ISCSI_PORT"
+}
+
+# Through the mount: files made, renamed and removed; fio's verified writes; 8 MiB copied
+# in, the same on the server, and read back over the wire; then umount, the cm_id gone.
+smb_io() {
+	local mnt=$tmp/mnt
+	smb_mount "$RIW_PEER" "$mnt" || return
+	echo riw >"$mnt/created" && mv "$mnt/created" "$mnt/renamed" || return
+	mkdir "$mnt/dir" && [ "$(cat "$mnt/renamed")" = riw ] || return
+	[ "$(riw_peer "ls $SHARE")" = "$(printf 'dir\nrenamed')" ] || return
+	rm "$mnt/renamed" && rmdir "$mnt/dir" || return
+	(cd "$tmp" && fio --name=two-guests-smb --directory="$mnt" --direct=1 \
+		--ioengine=libaio --rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=1 \
+		--size=8M --verify=crc32c --verify_fatal=1 --group_reporting) || return
+	rm -f "$mnt"/two-guests-smb.*
+	head -c $((8 << 20)) /dev/urandom >"$tmp/pattern"
+	dd if="$tmp/pattern" of="$mnt/big" bs=1M oflag=direct status=none || return
+	[ "$(riw_peer "sha256sum <$SHARE/big")" = "$(sha256sum <"$tmp/pattern")" ] || return
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$tmp/pattern" "$mnt/big" || return
+	umount "$mnt" || return
+	riw_poll 30 eval '! rdma res show cm_id | grep -q "comm \[cifs\]"'
 }
 
 # Each server gets a port of its own: a listener just closed may still show in ss.
@@ -215,6 +258,20 @@ for pairing in "${PAIRINGS[@]}"; do
 	riw_check "$with: nvme-rdma here: 8 MiB read back, fio verify, disconnect" 120 \
 		nvme_io || true
 	riw_peer ". selftests/nvmet.sh; nvmet_down $NQN" || true
+	riw_check "$with: LIO's iSER target (targetcli) listens in the peer" 90 riw_peer \
+		". selftests/iser.sh && iser_target_up $IQN $RIW_PEER $ISCSI_PORT /tmp/iser.img 64" ||
+		true
+	riw_check "$with: iSER initiator here: login, 8 MiB read back, fio verify, logout" 120 \
+		iser_io || true
+	riw_peer ". selftests/iser.sh; iser_target_down" || true
+	riw_check "$with: ksmbd serves SMB Direct in the peer" 60 riw_peer \
+		"mkdir -p $SHARE && . selftests/smb.sh && smb_server_up $SHARE &&
+		timeout 30 bash -c 'until ss -Hltn \"sport = :5445\" | grep -q .; do sleep 0.2; done'" ||
+		true
+	riw_check "$with: cifs here over SMB Direct: file operations, fio verify, 8 MiB copy, umount" \
+		180 smb_io || true
+	umount -l "$tmp/mnt" 2>/dev/null || true
+	riw_peer ". selftests/smb.sh; smb_server_down; rm -rf $SHARE" || true
 	riw_check "$with: devices deleted" 60 devices_down || true
 done
 
