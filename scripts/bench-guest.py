@@ -17,9 +17,11 @@ riw to riw with the larger FPDUs the two negotiate, and siw to siw.
 Then the kernel's storage and file protocols, riw and siw taking turns for a few rounds,
 fio with direct I/O: NVMe over RDMA (nvme-rdma to nvmet-rdma exporting a memory-backed
 null_blk, on one device in the initial namespace, where both use rdma_cm) and NFSv4.2 over
-RDMA (the client in the initial namespace, nfsd in namespace 1, a file in tmpfs).
+RDMA (the client in the initial namespace, nfsd in namespace 1, a file in tmpfs), iSER
+(open-iscsi to LIO, a file in tmpfs) and SMB Direct (cifs to ksmbd, a file in tmpfs), the
+last two on one device in the initial namespace, as NVMe.
 
-RIW_BENCH_ONLY=fpdu, nvme or nfs runs only that table; perftest only the perftest matrix
+RIW_BENCH_ONLY=fpdu, nvme, nfs, iser or smb runs only that table; perftest only the perftest matrix
 and its rounds.
 
 Run in the first guest of two joined by a link (selftests/vm/pair.sh, RIW_PEER set), it
@@ -501,6 +503,99 @@ def nfs_table(runs):
           storage_rows(runs, NFS_JOBS))
 
 
+def bash(cmd):
+    """cmd in bash, with selftests/'s helpers at hand (iser.sh, smb.sh); its output."""
+    return subprocess.run(["bash", "-c", cmd], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def initns_link(name, addr):
+    """A veth pair NAME0/NAME1 in the initial namespace, ADDR on NAME0, for the protocols
+    that use rdma_cm there only (target and initiator on one device over loopback TCP)."""
+    sh(f"ip link add {name}0 type veth peer name {name}1")
+    sh(f"ip addr add {addr}/24 dev {name}0 && ip link set {name}0 up && "
+       f"ip link set {name}1 up")
+
+
+ISER_IQN = "iqn.2026-11.dev.riw:bench"
+ISER_ADDR = "198.51.100.33"
+ISER_IMG = "/tmp/riw-bench-iser.img"
+# (name, fio rw, block size, queue depth), as NFS_JOBS: IOPS for 4 KiB, MiB/s for 1 MiB.
+ISER_JOBS = NFS_JOBS
+
+
+def iser_rounds():
+    """iSER: open-iscsi's initiator logged in to LIO's iSER target (targetcli, a 256 MiB
+    file in tmpfs), both on one device, riw and siw taking turns (see storage_rounds)."""
+    initns_link("isb", ISER_ADDR)
+    bash(". selftests/iser.sh && iser_initiator_up iqn.2026-11.dev.riw:bench-initiator")
+    where = f"{ISER_IQN} {ISER_ADDR} 3260"
+
+    def up(drv):
+        sh(f"rdma link add isbd type {drv} netdev isb0")
+        bash(f". selftests/iser.sh && iser_target_up {where} {ISER_IMG} 256 && "
+             f"iser_login {where}")
+        return bash(". selftests/iser.sh && iser_disk").strip()
+
+    def down():
+        bash(f". selftests/iser.sh && iser_logout {where}; iser_target_down")
+        sh("rdma link delete isbd")
+
+    runs = storage_rounds(NFS_ROUNDS, up, down, ISER_JOBS)
+    bash(". selftests/iser.sh && iser_initiator_down")
+    sh(f"rm -f {ISER_IMG}; ip link del isb0")
+    return runs
+
+
+def iser_table(runs):
+    table(f"iSER: open-iscsi's iSER initiator to LIO's iSER target (a 256 MiB file in tmpfs) "
+          f"on one riw or siw device (initial namespace, loopback TCP), fio libaio direct, "
+          f"{NVME_SECONDS} s per job, median of {NFS_ROUNDS} rounds taking turns",
+          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
+          storage_rows(runs, ISER_JOBS))
+
+
+SMB_ADDR = "198.51.100.65"
+SMB_SHARE = "/tmp/riw-bench-share"
+SMB_MNT = "/tmp/riw-bench-smb"
+SMB_JOBS = NFS_JOBS
+
+
+def smb_rounds():
+    """SMB Direct: cifs mounting ksmbd's share (a 256 MiB file in tmpfs) with option rdma,
+    both on one device, riw and siw taking turns (see storage_rounds)."""
+    initns_link("smb", SMB_ADDR)
+    for d in (SMB_SHARE, SMB_MNT):
+        os.makedirs(d, exist_ok=True)
+    sh(f"mount -t tmpfs -o size=600m riw-bench {SMB_SHARE}")
+    sh(f"fallocate -l 256M {SMB_SHARE}/file")
+
+    def up(drv):
+        # ksmbd listens on SMB Direct's iWARP port when it starts with the device there.
+        sh(f"rdma link add smbd type {drv} netdev smb0")
+        bash(f". selftests/smb.sh && smb_server_up {SMB_SHARE} && timeout 30 bash -c "
+             "'until ss -Hltn \"sport = :5445\" | grep -q .; do sleep 0.2; done' && "
+             f"smb_mount {SMB_ADDR} {SMB_MNT}")
+        return f"{SMB_MNT}/file"
+
+    def down():
+        sh(f"umount {SMB_MNT}")
+        bash(". selftests/smb.sh && smb_server_down")
+        sh("rdma link delete smbd")
+
+    runs = storage_rounds(NFS_ROUNDS, up, down, SMB_JOBS)
+    sh(f"umount {SMB_SHARE}; ip link del smb0")
+    return runs
+
+
+def smb_table(runs):
+    table(f"SMB Direct: cifs (SMB 3.1.1, option rdma) to ksmbd (a 256 MiB file in tmpfs) on "
+          f"one riw or siw device (initial namespace, loopback TCP), fio libaio direct, "
+          f"{NVME_SECONDS} s per job, median of {NFS_ROUNDS} rounds taking turns",
+          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
+          storage_rows(runs, SMB_JOBS))
+
+
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
@@ -554,7 +649,11 @@ def main():
         nvme_table(nvme_rounds())
     elif only == "nfs":
         nfs_table(nfs_rounds())
-    if only in ("nvme", "nfs"):
+    elif only == "iser":
+        iser_table(iser_rounds())
+    elif only == "smb":
+        smb_table(smb_rounds())
+    if only in ("nvme", "nfs", "iser", "smb"):
         sh("modprobe -r riw siw")
         return
     results = {}
@@ -581,6 +680,8 @@ def main():
     fpdu_table(*fpdu_rounds())
     nvme_table(nvme_rounds())
     nfs_table(nfs_rounds())
+    iser_table(iser_rounds())
+    smb_table(smb_rounds())
     sh("modprobe -r riw siw")
 
 
