@@ -86,14 +86,15 @@ fn work_cpu() -> c_int {
 }
 
 /// The CPU for work handed over by a kernel consumer's call: this one if the caller is
-/// a work item or softirq (a ULP's completion handler, a target executing a command), so
-/// that the work runs right after it with no other CPU woken, and an answer goes out where
-/// its request came in; from a task's own context (an application submitting I/O), the
-/// next one, as `work_cpu`, and the task keeps its CPU.
-fn caller_work_cpu() -> c_int {
+/// a work item or softirq (a ULP's completion handler, a target executing a command) and
+/// its work comes one piece at a time (`streaming` false), so that the work runs right
+/// after it with no other CPU woken, and an answer goes out where its request came in;
+/// else the next one, as `work_cpu`: a task's own context (an application submitting
+/// I/O) keeps its CPU, and a stream of work is sent while its poster goes on.
+fn caller_work_cpu(streaming: bool) -> c_int {
     // SAFETY: Reads the execution context.
     let from_engine = unsafe { !bindings::riw_in_task() || bindings::riw_current_is_kworker() };
-    if from_engine {
+    if from_engine && !streaming {
         // SAFETY: Reads this CPU's number; being moved meanwhile only makes the choice a
         // less good one.
         unsafe { bindings::riw_raw_smp_processor_id() }
@@ -172,17 +173,18 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
 
     /// Runs `this` as soon as possible, earlier than a pending timeout would.
     pub fn run_now(this: &Arc<T>, queue: &Queue) {
-        Self::run_now_on(this, queue, work_cpu())
+        Self::run_now_on(this, queue, work_cpu());
     }
 
-    /// As `run_now`, for work a kernel consumer's call hands over (see `caller_work_cpu`).
-    pub fn run_now_for_caller(this: &Arc<T>, queue: &Queue) {
-        Self::run_now_on(this, queue, caller_work_cpu())
+    /// As `run_now`, for work a kernel consumer's call hands over (see `caller_work_cpu`);
+    /// true if the item was queued already (and not waiting on its timer).
+    pub fn run_now_for_caller(this: &Arc<T>, queue: &Queue, streaming: bool) -> bool {
+        Self::run_now_on(this, queue, caller_work_cpu(streaming))
     }
 
-    fn run_now_on(this: &Arc<T>, queue: &Queue, cpu: c_int) {
+    fn run_now_on(this: &Arc<T>, queue: &Queue, cpu: c_int) -> bool {
         let Some(ptr) = Self::owner_ref(this) else {
-            return;
+            return false;
         };
         let dw = this
             .delayed_work()
@@ -196,19 +198,21 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
         // caller did before.
         // SAFETY: A live queue and an initialised item (the same C type in both bindings);
         // a pending item already owns a reference, so ours goes back if it was pending.
-        let was_pending = unsafe {
+        let (was_pending, was_queued) = unsafe {
             if kernel::bindings::queue_delayed_work_on(cpu, queue.as_kernel(), dw, 0) {
-                false
+                (false, false)
             } else if bindings::riw_timer_pending(core::ptr::addr_of!((*dw).timer).cast()) {
-                kernel::bindings::mod_delayed_work_on(cpu, queue.as_kernel(), dw, 0)
+                let pending = kernel::bindings::mod_delayed_work_on(cpu, queue.as_kernel(), dw, 0);
+                (pending, false)
             } else {
-                true
+                (true, true)
             }
         };
         if was_pending {
             // SAFETY: Our reference from `owner_ref`, not taken by the queue.
             drop(unsafe { Arc::from_raw(ptr) });
         }
+        was_queued
     }
 
     /// Runs `this` after `jiffies`, unless it is pending already (then nothing changes).

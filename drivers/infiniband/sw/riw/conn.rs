@@ -91,6 +91,11 @@ struct Turn {
 }
 
 impl Turn {
+    /// Whether a context runs the engine now (a hint: it may be given back at once).
+    fn is_taken(&self) -> bool {
+        self.taken.load(Ordering::Relaxed)
+    }
+
     const fn new() -> Self {
         Self {
             taken: AtomicBool::new(false),
@@ -200,6 +205,11 @@ impl Link {
             engine: Turn::new(),
             inbound <- new_spinlock_bh!(Inbound::new(), "riw_inbound"),
         })
+    }
+
+    /// Whether a context runs the engine now (a hint, see `Turn::is_taken`).
+    pub(crate) fn engine_busy(&self) -> bool {
+        self.engine.is_taken()
     }
 
     /// TCP released the pages of a zero-copy send.

@@ -43,6 +43,11 @@ const FIRST_FPDU_GRACE_MS: u32 = 200;
 static SENDERS: DeferKey<Endpoint> = DeferKey::new();
 /// Private data the iw_cm event can carry (its length is a `u8`).
 const MAX_EVENT_PRIVATE_DATA: usize = 255;
+/// A kernel consumer whose posts found the engine busy this many times more often than
+/// idle of late is streaming: its work goes to the next CPU (see `posted`).
+const STREAM_OVERLAPS: u8 = 2;
+/// The most such overlaps remembered: a stream that ends turns back within a few posts.
+const STREAM_MAX: u8 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -63,6 +68,9 @@ pub(crate) struct Endpoint {
     id: AtomicU32,
     /// A `CloseMode` the QP asked for, 0 if none.
     close_request: AtomicU8,
+    /// How many of a kernel consumer's recent posts found the engine busy or its work
+    /// pending, up to `STREAM_MAX` (see `posted`).
+    post_overlaps: AtomicU8,
     #[pin]
     work: DelayedWork<Endpoint>,
     /// The connection's part that its contexts reach without `inner`.
@@ -210,6 +218,7 @@ impl Endpoint {
                 listener,
                 id: AtomicU32::new(0),
                 close_request: AtomicU8::new(0),
+                post_overlaps: AtomicU8::new(0),
                 work <- DelayedWork::new(),
                 link <- Link::new(),
                 inner <- new_mutex!(
@@ -1035,10 +1044,22 @@ impl ConnectionEndpoint for Endpoint {
     }
 
     fn posted(self: Arc<Self>) {
-        // A kernel consumer's work requests: sent by the work item, on this CPU when the
-        // consumer posts from its own completion handling (a target answering a command),
-        // else on the next.
-        DelayedWork::run_now_for_caller(&self, &self.dev.queue);
+        // A kernel consumer's work requests: sent by the work item. When the consumer
+        // posts from its own completion handling (a target answering a command), on this
+        // CPU while its posts come one at a time: the answer goes out right after, no
+        // other CPU woken. Once its posts keep finding the engine still busy with earlier
+        // ones (many requests in flight), on the next CPU, which sends while the consumer
+        // goes on handling completions. From a task, on the next CPU.
+        let overlaps = self.post_overlaps.load(Ordering::Relaxed);
+        let busy = self.link.engine_busy();
+        let pending =
+            DelayedWork::run_now_for_caller(&self, &self.dev.queue, overlaps >= STREAM_OVERLAPS);
+        let overlaps = if busy || pending {
+            (overlaps + 1).min(STREAM_MAX)
+        } else {
+            overlaps.saturating_sub(1)
+        };
+        self.post_overlaps.store(overlaps, Ordering::Relaxed);
     }
 
     fn close(self: Arc<Self>, mode: CloseMode) {
