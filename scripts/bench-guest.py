@@ -415,13 +415,17 @@ def storage_rows(runs, jobs):
     return body
 
 
+def storage_table(title, runs, jobs):
+    """A storage protocol's table: medians riw against siw, and each round's pair."""
+    table(title, ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
+          storage_rows(runs, jobs))
+
+
 def nvme_table(runs):
-    table(f"NVMe over RDMA: nvme-rdma to nvmet-rdma and a memory-backed null_blk on one riw or "
-          f"siw device (initial namespace, loopback TCP), fio libaio direct, {NVME_SECONDS} s "
-          f"per job, median of {NVME_ROUNDS} rounds taking turns (us: mean latency, ratio "
-          "above 1 is riw slower)",
-          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
-          storage_rows(runs, NVME_JOBS))
+    storage_table(f"NVMe over RDMA: nvme-rdma to nvmet-rdma and a memory-backed null_blk on one "
+                  f"riw or siw device (initial namespace, loopback TCP), fio libaio direct, "
+                  f"{NVME_SECONDS} s per job, median of {NVME_ROUNDS} rounds taking turns (us: "
+                  "mean latency, ratio above 1 is riw slower)", runs, NVME_JOBS)
 
 
 NFS_EXPORT = "/tmp/riw-bench-export"
@@ -496,11 +500,9 @@ def nfs_rounds():
 
 
 def nfs_table(runs):
-    table(f"NFS over RDMA: NFSv4.2 client to nfsd across a veth (riw-riw or siw-siw), fio "
-          f"libaio direct on a 256 MiB file in tmpfs, {NVME_SECONDS} s per job, median of "
-          f"{NFS_ROUNDS} rounds taking turns",
-          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
-          storage_rows(runs, NFS_JOBS))
+    storage_table(f"NFS over RDMA: NFSv4.2 client to nfsd across a veth (riw-riw or siw-siw), "
+                  f"fio libaio direct on a 256 MiB file in tmpfs, {NVME_SECONDS} s per job, "
+                  f"median of {NFS_ROUNDS} rounds taking turns", runs, NFS_JOBS)
 
 
 def bash(cmd):
@@ -548,11 +550,10 @@ def iser_rounds():
 
 
 def iser_table(runs):
-    table(f"iSER: open-iscsi's iSER initiator to LIO's iSER target (a 256 MiB file in tmpfs) "
-          f"on one riw or siw device (initial namespace, loopback TCP), fio libaio direct, "
-          f"{NVME_SECONDS} s per job, median of {NFS_ROUNDS} rounds taking turns",
-          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
-          storage_rows(runs, ISER_JOBS))
+    storage_table(f"iSER: open-iscsi's iSER initiator to LIO's iSER target (a 256 MiB file in "
+                  f"tmpfs) on one riw or siw device (initial namespace, loopback TCP), fio "
+                  f"libaio direct, {NVME_SECONDS} s per job, median of {NFS_ROUNDS} rounds "
+                  "taking turns", runs, ISER_JOBS)
 
 
 SMB_ADDR = "198.51.100.65"
@@ -589,11 +590,10 @@ def smb_rounds():
 
 
 def smb_table(runs):
-    table(f"SMB Direct: cifs (SMB 3.1.1, option rdma) to ksmbd (a 256 MiB file in tmpfs) on "
-          f"one riw or siw device (initial namespace, loopback TCP), fio libaio direct, "
-          f"{NVME_SECONDS} s per job, median of {NFS_ROUNDS} rounds taking turns",
-          ("test", "unit", "riw", "siw", "riw/siw", "rounds (riw/siw)"),
-          storage_rows(runs, SMB_JOBS))
+    storage_table(f"SMB Direct: cifs (SMB 3.1.1, option rdma) to ksmbd (a 256 MiB file in "
+                  f"tmpfs) on one riw or siw device (initial namespace, loopback TCP), fio "
+                  f"libaio direct, {NVME_SECONDS} s per job, median of {NFS_ROUNDS} rounds "
+                  "taking turns", runs, SMB_JOBS)
 
 
 def fmt(v, spec):
