@@ -32,11 +32,6 @@
 __iser_run=/run/riw-iser __iser_ns=riw-lio
 __iser_cfg=/sys/kernel/config
 
-__iser_tcli() {
-	targetcli "$@" >>"$__iser_run/targetcli.log" 2>&1 ||
-		{ cat "$__iser_run/targetcli.log"; return 1; }
-}
-
 __iser_tmpfs() { # DIR
 	mkdir -p "$1" && { mountpoint -q "$1" || mount -t tmpfs riw-iser "$1"; }
 }
@@ -54,16 +49,25 @@ iser_target_up() { # IQN ADDR PORT FILE MB
 	ip -n "$__iser_ns" link set lo up
 	ip -n "$__iser_ns" addr add "$2/32" dev lo || return
 	truncate -s "$5M" "$4" || return
-	__iser_tcli set global auto_save_on_exit=false auto_add_default_portal=false || return
-	__iser_tcli /backstores/fileio create name=riwiser file_or_dev="$4" || return
-	__iser_tcli /iscsi create "$1" || return
-	__iser_tcli "$tpg/luns" create /backstores/fileio/riwiser || return
-	ip netns exec "$__iser_ns" targetcli "$tpg/portals" create "$2" "$3" \
-		>>"$__iser_run/targetcli.log" 2>&1 || { cat "$__iser_run/targetcli.log"; return 1; }
-	__iser_tcli "$tpg/portals/$2:$3" enable_iser true || return
-	__iser_tcli "$tpg" set attribute authentication=0 demo_mode_write_protect=0 \
-		generate_node_acls=1 cache_dynamic_acls=1 || return
-	[ "$(cat "$__iser_cfg/target/iscsi/$1/tpgt_1/np/$2:$3/iser")" = 1 ]
+	# Two targetcli sessions rather than one per command (each start costs seconds on a
+	# debug kernel); targetcli reads the commands from stdin and goes on after one that
+	# fails, so what they made is checked in configfs. The portal is made from its
+	# namespace, its iSER listener from the initial one: siw opens its listening socket in
+	# the namespace of the process that asks for it.
+	ip netns exec "$__iser_ns" targetcli >>"$__iser_run/targetcli.log" 2>&1 <<-EOF
+		set global auto_save_on_exit=false auto_add_default_portal=false
+		/backstores/fileio create name=riwiser file_or_dev=$4
+		/iscsi create $1
+		$tpg/luns create /backstores/fileio/riwiser
+		$tpg/portals create $2 $3
+		$tpg set attribute authentication=0 demo_mode_write_protect=0
+		$tpg set attribute generate_node_acls=1 cache_dynamic_acls=1
+	EOF
+	targetcli "$tpg/portals/$2:$3" enable_iser true >>"$__iser_run/targetcli.log" 2>&1
+	local t=$__iser_cfg/target/iscsi/$1/tpgt_1
+	[ -d "$t/lun/lun_0" ] && [ "$(cat "$t/np/$2:$3/iser" 2>/dev/null)" = 1 ] &&
+		[ "$(cat "$t/attrib/generate_node_acls")" = 1 ] ||
+		{ cat "$__iser_run/targetcli.log"; return 1; }
 }
 
 iser_target_down() {
