@@ -60,11 +60,13 @@ restore() {
 		in0 rdma link add "$cli_dev" type riw netdev "$RIW_DEV0"
 }
 
-# A process in the background, its output in $tmp/NAME.log; its pid in $! as for &.
+# A process in the background, its output in $tmp/NAME.log; its pid in $! as for &. It runs
+# niced: traffic that keeps every vCPU busy would otherwise make each command of this
+# script (a poll, an rdma call) take seconds on the debug kernel.
 bg() { # NAME CMD...
 	local name=$1
 	shift
-	"$@" >"$tmp/$name.log" 2>&1 </dev/null &
+	(renice -n 15 -p $BASHPID >/dev/null && "$@") >"$tmp/$name.log" 2>&1 </dev/null &
 }
 
 clients=()
