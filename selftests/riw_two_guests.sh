@@ -42,6 +42,10 @@ fi
 per_pairing=$((${#RPINGS[@]} + ${#PERFTESTS[@]} + UCMATOSE + 8))
 long_checks=0
 [ -z "${RIW_LONG:-}" ] || long_checks=1
+# MiB each storage check writes and reads back, and fio writes: data crossing the link
+# is slow on the debug kernel, and make check-long moves more.
+IO_MB=4
+[ -z "${RIW_LONG:-}" ] || IO_MB=8
 ktap_set_plan $((${#PAIRINGS[@]} * per_pairing + 6 + long_checks))
 
 tmp=$(mktemp -d)
@@ -166,14 +170,14 @@ nvme_blockdev() {
 	return 1
 }
 
-# 8 MiB written and read back, then fio writing at random, every block verified.
+# IO_MB MiB written and read back, then fio writing at random, every block verified.
 block_io() { # DISK
-	head -c $((8 << 20)) /dev/urandom >"$tmp/pattern"
+	head -c $((IO_MB << 20)) /dev/urandom >"$tmp/pattern"
 	dd if="$tmp/pattern" of="$1" bs=1M oflag=direct status=none || return
-	dd if="$1" of="$tmp/back" bs=1M count=8 iflag=direct status=none || return
+	dd if="$1" of="$tmp/back" bs=1M count=$IO_MB iflag=direct status=none || return
 	cmp "$tmp/pattern" "$tmp/back" || return
 	(cd "$tmp" && fio --name=two-guests --filename="$1" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bsrange=4k-128k --iodepth=16 --size=8M --verify=crc32c \
+		--rw=randwrite --bsrange=4k-128k --iodepth=16 --size=${IO_MB}M --verify=crc32c \
 		--verify_fatal=1)
 }
 
@@ -196,7 +200,7 @@ iser_io() {
 	iser_logout "$IQN" "$RIW_PEER" "$ISCSI_PORT"
 }
 
-# Through the mount: files made, renamed and removed; fio's verified writes; 8 MiB copied
+# Through the mount: files made, renamed and removed; fio's verified writes; IO_MB MiB copied
 # in, the same on the server, and read back over the wire; then umount, the cm_id gone.
 smb_io() {
 	local mnt=$tmp/mnt
@@ -207,9 +211,9 @@ smb_io() {
 	rm "$mnt/renamed" && rmdir "$mnt/dir" || return
 	(cd "$tmp" && fio --name=two-guests-smb --directory="$mnt" --direct=1 \
 		--ioengine=libaio --rw=randwrite --bsrange=4k-128k --iodepth=16 --numjobs=1 \
-		--size=8M --verify=crc32c --verify_fatal=1 --group_reporting) || return
+		--size=${IO_MB}M --verify=crc32c --verify_fatal=1 --group_reporting) || return
 	rm -f "$mnt"/two-guests-smb.*
-	head -c $((8 << 20)) /dev/urandom >"$tmp/pattern"
+	head -c $((IO_MB << 20)) /dev/urandom >"$tmp/pattern"
 	dd if="$tmp/pattern" of="$mnt/big" bs=1M oflag=direct status=none || return
 	[ "$(riw_peer "sha256sum <$SHARE/big")" = "$(sha256sum <"$tmp/pattern")" ] || return
 	echo 3 >/proc/sys/vm/drop_caches
@@ -255,20 +259,20 @@ for pairing in "${PAIRINGS[@]}"; do
 	done
 	riw_check "$with: nvmet-rdma listens in the peer" 60 riw_peer \
 		". selftests/nvmet.sh && nvmet_up $NQN $RIW_PEER $PORT /tmp/nvmet.img 64" || true
-	riw_check "$with: nvme-rdma here: 8 MiB read back, fio verify, disconnect" 120 \
+	riw_check "$with: nvme-rdma here: $IO_MB MiB read back, fio verify, disconnect" 120 \
 		nvme_io || true
 	riw_peer ". selftests/nvmet.sh; nvmet_down $NQN" || true
 	riw_check "$with: LIO's iSER target (targetcli) listens in the peer" 90 riw_peer \
 		". selftests/iser.sh && iser_target_up $IQN $RIW_PEER $ISCSI_PORT /tmp/iser.img 64" ||
 		true
-	riw_check "$with: iSER initiator here: login, 8 MiB read back, fio verify, logout" 120 \
+	riw_check "$with: iSER initiator here: login, $IO_MB MiB read back, fio verify, logout" 120 \
 		iser_io || true
 	riw_peer ". selftests/iser.sh; iser_target_down" || true
 	riw_check "$with: ksmbd serves SMB Direct in the peer" 60 riw_peer \
 		"mkdir -p $SHARE && . selftests/smb.sh && smb_server_up $SHARE &&
 		timeout 30 bash -c 'until ss -Hltn \"sport = :5445\" | grep -q .; do sleep 0.2; done'" ||
 		true
-	riw_check "$with: cifs here over SMB Direct: file operations, fio verify, 8 MiB copy, umount" \
+	riw_check "$with: cifs here over SMB Direct: file operations, fio verify, $IO_MB MiB copy, umount" \
 		180 smb_io || true
 	umount -l "$tmp/mnt" 2>/dev/null || true
 	riw_peer ". selftests/smb.sh; smb_server_down; rm -rf $SHARE" || true
