@@ -63,6 +63,11 @@ unsigned long riw_jiffies(void);
 /* helpers/mm.c */
 unsigned long riw_vma_flags(const struct vm_area_struct *vma);
 void riw_vma_forbid_exec(struct vm_area_struct *vma);
+bool riw_virt_addr_valid(const void *addr);
+struct page *riw_virt_to_page(const void *addr);
+void riw_get_page(struct page *page);
+void riw_put_page(struct page *page);
+bool riw_sendpage_ok(struct page *page);
 
 /* helpers/netdevice.c */
 struct net_device *riw_netdev_notifier_info_to_dev(void *info);

@@ -14,7 +14,7 @@
 use super::bindings;
 use super::errno::EAFNOSUPPORT;
 use super::net::NetDevice;
-use super::rdma::UserMemory;
+use super::rdma::{KernelPieces, UserMemory};
 use core::ffi::{c_int, c_uint, c_void};
 use core::fmt;
 use core::marker::PhantomData;
@@ -201,6 +201,7 @@ const MSG_DONTWAIT: c_uint = kernel::bindings::MSG_DONTWAIT;
 const MSG_NOSIGNAL: c_uint = kernel::bindings::MSG_NOSIGNAL;
 const MSG_MORE: c_uint = kernel::bindings::MSG_MORE;
 const MSG_ZEROCOPY: c_uint = kernel::bindings::MSG_ZEROCOPY;
+const MSG_SPLICE_PAGES: c_uint = kernel::bindings::MSG_SPLICE_PAGES;
 
 // `sk_shutdown` bit of include/net/sock.h: the peer sent its FIN.
 const RCV_SHUTDOWN: u8 = 1;
@@ -1136,6 +1137,70 @@ impl<H: SocketHandler> TcpStream<H> {
                 self.sock.sk(),
                 ptr::from_mut(&mut msg).cast(),
                 buf.len(),
+            );
+            bindings::riw_sock_unlock(sock);
+            ret
+        };
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(ret as usize)
+    }
+
+    /// Hands kernel memory `pieces` to TCP in order, without blocking; returns how many
+    /// bytes it took (EAGAIN if none). Their pages go to TCP by reference (it takes its
+    /// own) when TCP may hold such pages (`sendpage_ok()`: not slab memory), else their
+    /// bytes are copied. TCP may then send what the pages hold later than this call, on a
+    /// retransmission: only for memory that stays as it is until the peer has it.
+    pub fn send_pieces(&self, pieces: &KernelPieces, more: bool) -> Result<usize> {
+        const PIECES: usize = KernelPieces::CAPACITY;
+        let mut vecs = [const { MaybeUninit::<kernel::bindings::bio_vec>::uninit() }; PIECES];
+        let mut splice = true;
+        let (mut bytes, mut count) = (0, 0);
+        for (vec, piece) in vecs.iter_mut().zip(pieces.iter()) {
+            let (page, offset, len) = piece.page();
+            // SAFETY: A page the piece holds a reference on.
+            splice &= unsafe { bindings::riw_sendpage_ok(page.as_ptr()) };
+            // bvec_set_page(): `len` bytes from `offset`, within the page.
+            vec.write(kernel::bindings::bio_vec {
+                bv_page: page.as_ptr().cast(),
+                bv_len: len,
+                bv_offset: offset,
+            });
+            bytes += len as usize;
+            count += 1;
+        }
+        if count == 0 {
+            return Err(EINVAL);
+        }
+        let mut msg = kernel::bindings::msghdr {
+            msg_flags: MSG_DONTWAIT
+                | MSG_NOSIGNAL
+                | if more { MSG_MORE } else { 0 }
+                | if splice { MSG_SPLICE_PAGES } else { 0 },
+            ..Default::default()
+        };
+        // SAFETY: The first `count` entries are written, `bytes` bytes in all, of pages the
+        // pieces keep referenced for the call; TCP reads them (a source) and takes its own
+        // references for what it keeps; `vecs` outlives `msg`.
+        unsafe {
+            kernel::bindings::iov_iter_bvec(
+                &mut msg.msg_iter,
+                kernel::bindings::ITER_SOURCE,
+                vecs.as_ptr().cast(),
+                count as _,
+                bytes,
+            )
+        };
+        let sock = self.sock.sock.as_ptr();
+        // SAFETY: As in `send`: a live TCP socket, locked around the call on this task; `msg`
+        // is a source of `bytes` bytes, of pages TCP may reference when `splice` is set.
+        let ret = unsafe {
+            bindings::riw_sock_lock(sock);
+            let ret = bindings::riw_tcp_sendmsg_locked(
+                self.sock.sk(),
+                ptr::from_mut(&mut msg).cast(),
+                bytes,
             );
             bindings::riw_sock_unlock(sock);
             ret

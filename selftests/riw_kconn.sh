@@ -5,7 +5,9 @@
 # rdma_cm across the two namespaces, fast registration (REG_MR) of mapped pages, RDMA
 # WRITE and READ through such regions, Send with Invalidate, LOCAL_INV and
 # re-registration, and work posted from a softirq completion handler. The module
-# riw_kconn_test (selftests/kverbs) runs its checks at load and logs each one.
+# riw_kconn_test (selftests/kverbs) runs its checks at load and logs each one. riw splices
+# every Read Response from kernel memory here (tx_zerocopy_min 1, not 16 KiB): the Read
+# from a fast-registered region, two pages from an offset, goes as page references.
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -16,6 +18,8 @@ fi
 
 riw_pair_setup riw riw
 riw_defer modprobe -r riw_kconn_test
+# (riw_pair_setup unloads riw at the end, which resets it.)
+echo 1 >/sys/module/riw/parameters/tx_zerocopy_min
 in0 rdma link add riw0 type riw netdev "$RIW_DEV0"
 in1 rdma link add riw1 type riw netdev "$RIW_DEV1"
 # A process in each namespace names it to the module. ip enters the namespace and then
@@ -33,8 +37,10 @@ riw_poll 10 runs_sleep "$client_pid" && riw_poll 10 runs_sleep "$server_pid" ||
 rc=0
 modprobe riw_kconn_test server_pid="$server_pid" client_pid="$client_pid" \
 	server_addr="$RIW_ADDR1" || rc=$?
-riw_kmod_results riw_kconn_test
+riw_kmod_results riw_kconn_test 2
 riw_result "riw_kconn_test loads (every check passed)" [ "$rc" -eq 0 ]
+riw_result "the server's riw1 spliced its Read Responses (zero_copy_sends)" \
+	[ "$(cat /sys/class/infiniband/riw1/ports/1/hw_counters/zero_copy_sends)" -gt 0 ]
 modprobe -r riw_kconn_test 2>/dev/null || true
 in0 rdma link delete riw0
 in1 rdma link delete riw1

@@ -25,7 +25,7 @@ if [ ! -d "$cfg/nvmet" ]; then
 	mountpoint -q "$cfg" || mount -t configfs none "$cfg"
 	[ -d "$cfg/nvmet" ] || riw_skip_all "no NVMe target (CONFIG_NVME_TARGET_RDMA)"
 fi
-ktap_set_plan 8
+ktap_set_plan 9
 
 DEV=nvr0 PEER=nvr1 ADDR=192.0.2.10 PORT=4420
 NQN=nqn.2026-11.dev.riw:selftest
@@ -80,7 +80,13 @@ riw_check "nvme connect over riw: admin and I/O queues up, namespace attached" 3
 	connect || true
 blk=$(nvme_blockdev || echo /dev/null)
 
+zero_copy=/sys/class/infiniband/nvriw0/ports/1/hw_counters/zero_copy_sends
+zero_copy_before=$(cat $zero_copy)
 riw_block_checks "$blk" "$tmp/img" riw-nvme
+# The target reads what the host writes with RDMA Reads, which the host answers from its
+# fast-registration regions: those of 16 KiB or more hand their pages to TCP uncopied.
+riw_check "the host's Read Responses of 16 KiB or more went without a copy" 10 \
+	eval '[ $(($(cat $zero_copy) - zero_copy_before)) -gt 0 ]' || true
 
 # The link goes down while fio writes and verifies: riw ends the connections, the host's
 # controller reconnects (every second) once the link is back, and fio, whose I/O waited

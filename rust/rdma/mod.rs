@@ -32,7 +32,7 @@ pub use device::{
 pub use driver::Driver;
 pub use iwcm::{CmEvent, CmEventKind, CmId, ConnParam};
 pub use mmap::QueueMemory;
-pub use mr::{access, DmaMemory, Mr, MrKeys, UserMemory};
+pub use mr::{access, DmaMemory, KernelPieces, Mr, MrKeys, UserMemory};
 pub use object::{CoreObject, Object};
 pub use qp::{Qp, QpAttr, QpCaps, QpInit, QpModify, QpRef, QpState, Srq, SrqAttr, SrqModify};
 pub use restrack::{CmIdView, DriverDetails};

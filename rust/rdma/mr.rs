@@ -312,6 +312,47 @@ impl DmaMemory {
         Ok(())
     }
 
+    /// Continues the CRC32c register value `crc` over `len` bytes at DMA address `addr`,
+    /// read in place.
+    pub fn crc32c(&self, crc: u32, addr: u64, len: usize) -> Result<u32> {
+        let src = usize::try_from(addr).map_err(|_| EFAULT)?;
+        if src == 0 || src.checked_add(len).is_none() {
+            return Err(EFAULT);
+        }
+        // SAFETY: As for `read`: a buffer the consumer mapped and keeps for this read.
+        let bytes = unsafe { core::slice::from_raw_parts(src as *const u8, len) };
+        Ok(crate::kernel_ext::crc::crc32c(crc, bytes))
+    }
+
+    /// The piece of at most `len` bytes at DMA address `addr` that lies in one page, with
+    /// a reference on that page, which keeps it allocated while the piece lives; `None` for
+    /// an address outside the kernel's direct map. The same rule as for `read` holds:
+    /// only at an address the consumer keeps mapped for the call.
+    pub fn piece(&self, addr: u64, len: usize) -> Option<KernelPiece> {
+        let va = usize::try_from(addr).ok()?;
+        if len == 0 || va.checked_add(len).is_none() {
+            return None;
+        }
+        let ptr = va as *const core::ffi::c_void;
+        // SAFETY: Only tests the address, which is not accessed.
+        if !unsafe { bindings::riw_virt_addr_valid(ptr) } {
+            return None;
+        }
+        // SAFETY: An address of the direct map, which has a `struct page` for each of its
+        // pages.
+        let page = NonNull::new(unsafe { bindings::riw_virt_to_page(ptr) })?;
+        // SAFETY: The page holds a buffer the consumer keeps (see the type's documentation),
+        // so it is allocated and its count is not zero while we take one more.
+        unsafe { bindings::riw_get_page(page.as_ptr()) };
+        let offset = va & !PAGE_MASK;
+        // INVARIANT: The reference taken above; the piece ends within the page.
+        Some(KernelPiece {
+            page,
+            offset: offset as u32,
+            len: len.min(PAGE_SIZE - offset) as u32,
+        })
+    }
+
     /// Copies `src` to DMA address `addr`.
     pub fn write(&self, addr: u64, src: &[u8]) -> Result {
         let dst = usize::try_from(addr).map_err(|_| EFAULT)?;
@@ -321,6 +362,80 @@ impl DmaMemory {
         // SAFETY: As for `read`: a mapped receive (or target) buffer of the consumer.
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
         Ok(())
+    }
+}
+
+/// A piece of kernel memory within one page, with a reference on that page.
+///
+/// # Invariants
+///
+/// `page` is a page of which this object holds one reference, dropped with it;
+/// `offset + len <= PAGE_SIZE`.
+pub struct KernelPiece {
+    page: NonNull<bindings::page>,
+    offset: u32,
+    len: u32,
+}
+
+impl KernelPiece {
+    /// The piece's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The page, the piece's offset in it and its length.
+    pub(in crate::kernel_ext) fn page(&self) -> (NonNull<bindings::page>, u32, u32) {
+        (self.page, self.offset, self.len)
+    }
+}
+
+impl Drop for KernelPiece {
+    fn drop(&mut self) {
+        // SAFETY: Our reference (type invariant), dropped once.
+        unsafe { bindings::riw_put_page(self.page.as_ptr()) };
+    }
+}
+
+/// Up to `KernelPieces::CAPACITY` pieces of kernel memory, in order, each with its page
+/// reference.
+pub struct KernelPieces {
+    items: [Option<KernelPiece>; KernelPieces::CAPACITY],
+    len: usize,
+}
+
+impl KernelPieces {
+    /// The most pieces held at once: an FPDU's payload rarely spans more pages.
+    pub const CAPACITY: usize = 16;
+
+    /// No pieces.
+    pub fn new() -> Self {
+        Self {
+            items: [const { None }; Self::CAPACITY],
+            len: 0,
+        }
+    }
+
+    /// Whether another piece would not fit.
+    pub fn is_full(&self) -> bool {
+        self.len == Self::CAPACITY
+    }
+
+    /// Appends `piece`; EINVAL when full.
+    pub fn push(&mut self, piece: KernelPiece) -> Result {
+        *self.items.get_mut(self.len).ok_or(EINVAL)? = Some(piece);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The pieces, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &KernelPiece> {
+        self.items.iter().take(self.len).flatten()
+    }
+}
+
+impl Default for KernelPieces {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::device::RiwDevice;
 use crate::kernel_ext::errno::EOPNOTSUPP;
 use crate::kernel_ext::rdma::{
-    access, Device, DmaMemory, Mr, MrKeys, Pd, RegWr, UData, UserMemory,
+    access, Device, DmaMemory, KernelPieces, Mr, MrKeys, Pd, RegWr, UData, UserMemory,
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::limits::LIMITS;
@@ -157,18 +157,25 @@ impl FastReg {
         len: usize,
         mut copy: impl FnMut(&DmaMemory, u64, usize, usize) -> Result,
     ) -> Result {
+        // Checked arithmetic throughout: a bad binding fails the access, never panics.
         let page_size = self.binding.page_size;
+        if page_size == 0 {
+            return Err(EFAULT);
+        }
         let first_offset = self.binding.iova % page_size;
-        let mut at = addr.checked_sub(self.binding.iova).ok_or(EFAULT)? + first_offset;
+        let mut at = addr
+            .checked_sub(self.binding.iova)
+            .and_then(|a| a.checked_add(first_offset))
+            .ok_or(EFAULT)?;
         let mut done = 0;
         while done < len {
             let page = usize::try_from(at / page_size)?;
             let in_page = at % page_size;
             let base = self.bound.get(page).ok_or(EFAULT)?;
             let n = ((page_size - in_page) as usize).min(len - done);
-            copy(&self.mem, base + in_page, done, n)?;
+            copy(&self.mem, base.checked_add(in_page).ok_or(EFAULT)?, done, n)?;
             done += n;
-            at += n as u64;
+            at = at.checked_add(n as u64).ok_or(EFAULT)?;
         }
         Ok(())
     }
@@ -400,6 +407,54 @@ impl MemRegion {
                 usize::try_from(addr.wrapping_sub(self.fixed.iova)).ok()?,
             )),
             _ => None,
+        }
+    }
+
+    /// Whether the region names kernel memory (a kernel consumer's DMA or
+    /// fast-registration region).
+    pub(crate) fn is_kernel(&self) -> bool {
+        !matches!(self.backing, Backing::User(_))
+    }
+
+    /// Continues the CRC32c register `crc` over `len` bytes at address `addr` of a
+    /// kernel memory region (checked with `permits`), read in place.
+    pub(crate) fn kernel_crc32c(&self, crc: u32, addr: u64, len: usize) -> Result<u32> {
+        match &self.backing {
+            Backing::User(_) => Err(EINVAL),
+            Backing::Dma(mem) => mem.crc32c(crc, addr, len),
+            Backing::FastReg(fast) => {
+                let mut crc = crc;
+                self.each_bound_page(fast, addr, len, |mem, at, _, n| {
+                    crc = mem.crc32c(crc, at, n)?;
+                    Ok(())
+                })?;
+                Ok(crc)
+            }
+        }
+    }
+
+    /// Appends the pieces of `len` bytes at address `addr` of a kernel memory region
+    /// (checked with `permits`) to `out`, a page at a time, while it has room; each holds
+    /// a reference on its page, taken while a fast registration is valid (under its lock,
+    /// so that an invalidation cannot let the consumer free a page before TCP has its own
+    /// reference).
+    pub(crate) fn kernel_pieces(&self, addr: u64, len: usize, out: &mut KernelPieces) -> Result {
+        let mut take = |mem: &DmaMemory, mut at: u64, mut n: usize| -> Result {
+            while n != 0 && !out.is_full() {
+                let piece = mem.piece(at, n).ok_or(EFAULT)?;
+                // A piece is at most `n` bytes long, within the address space.
+                at = at.wrapping_add(piece.len() as u64);
+                n = n.saturating_sub(piece.len());
+                out.push(piece)?;
+            }
+            Ok(())
+        };
+        match &self.backing {
+            Backing::User(_) => Err(EINVAL),
+            Backing::Dma(mem) => take(mem, addr, len),
+            Backing::FastReg(fast) => {
+                self.each_bound_page(fast, addr, len, |mem, at, _, n| take(mem, at, n))
+            }
         }
     }
 

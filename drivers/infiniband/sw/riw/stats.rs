@@ -79,9 +79,10 @@ counters! {
     /// Responder connections without peer-to-peer mode whose initiator sent nothing in
     /// the grace period: this end sent first.
     ResponderSentFirst = "responder_sent_first";
-    /// Messages sent from registered memory without a copy.
+    /// Messages sent from registered memory without a copy: from user memory, or Read
+    /// Responses from a kernel consumer's memory.
     ZeroCopySends = "zero_copy_sends";
-    /// Zero-copy messages whose pages the stack copied anyway.
+    /// Zero-copy messages from user memory whose pages the stack copied anyway.
     ZeroCopyFallbacks = "zero_copy_fallbacks";
     /// Peer accesses refused: invalid STag, rights, bounds, STag of another stream.
     AccessViolations = "access_violations";

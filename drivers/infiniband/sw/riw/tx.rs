@@ -15,7 +15,7 @@
 use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
 use crate::kernel_ext::params;
-use crate::kernel_ext::rdma::{access, Device, Qp, UserMemory};
+use crate::kernel_ext::rdma::{access, Device, KernelPieces, Qp, UserMemory};
 use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
 use crate::kernel_ext::trace;
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
@@ -189,6 +189,9 @@ struct Message {
     segments: Segmenter,
     /// Sent zero-copy: the ticket and its token.
     zero_copy: Option<(ZeroCopyTicket, u64)>,
+    /// A Read Response from kernel memory whose pages go to TCP by reference (see
+    /// `splices`).
+    spliced: bool,
 }
 
 /// Send state of a connection, by role: the frame in flight, the message being built,
@@ -432,22 +435,28 @@ impl Sender {
     }
 
     /// Hands payload bytes `done..done + len` of the current frame to the socket
-    /// zero-copy (from one source at most).
+    /// zero-copy (from one source at most): pinned user memory with the message's ticket,
+    /// or the kernel pages of a spliced Read Response.
     fn send_payload<H: SocketHandler>(
         &self,
         sock: &TcpStream<H>,
         done: usize,
         len: usize,
     ) -> Result<usize> {
+        let offset = self.out.payload_offset + u32::try_from(done)?;
+        let (source, at) = self.msg.sources.at(offset).ok_or(EINVAL)?;
+        let n = ((source.len() - at) as usize).min(len);
+        let Some((mem, mem_offset)) = source.user_memory(at) else {
+            let (region, addr) = source.kernel_memory(at).ok_or(EINVAL)?;
+            let mut pieces = KernelPieces::new();
+            region.kernel_pieces(addr, n, &mut pieces)?;
+            return sock.send_pieces(&pieces, true);
+        };
         let ticket = match (&self.out.ticket, &self.msg.message) {
             (Some(ticket), _) => ticket,
             (None, Some(m)) => &m.zero_copy.as_ref().ok_or(EINVAL)?.0,
             (None, None) => return Err(EINVAL),
         };
-        let offset = self.out.payload_offset + u32::try_from(done)?;
-        let (source, at) = self.msg.sources.at(offset).ok_or(EINVAL)?;
-        let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
-        let n = ((source.len() - at) as usize).min(len);
         match sock.send_user_memory(mem, mem_offset, n, ticket, true)? {
             // Out of the region's pages: a local fault, not a full socket.
             0 => Err(EFAULT),
@@ -538,8 +547,8 @@ impl Sender {
                 }
                 continue;
             };
-            let zero_copy = m.zero_copy.is_some();
-            if self.build(dev, &segment, zero_copy).is_err() {
+            let elsewhere = m.zero_copy.is_some() || m.spliced;
+            if self.build(dev, &segment, elsewhere).is_err() {
                 self.fail_message(qp, uapi::siw_wc_status_SIW_WC_LOC_PROT_ERR);
                 return TxEnd::LocalError;
             }
@@ -661,6 +670,26 @@ impl Sender {
         let ticket = ZeroCopyTicket::new(cx.owner.clone(), token).ok()?;
         cx.dev.stats.inc(Stat::ZeroCopySends);
         Some((ticket, token))
+    }
+
+    /// Whether a Read Response of `len` bytes from the sources goes with its pages handed
+    /// to TCP by reference rather than copied twice (into the frame, then by TCP): large
+    /// enough to go zero-copy, and all of it in a kernel consumer's memory. The consumer
+    /// keeps that memory as it is until the peer has the data (the peer reports the Read
+    /// done only then), so a retransmission sends the same bytes; TCP's page references
+    /// keep the pages even if the region is invalidated meanwhile. Send and Write work
+    /// is copied instead: it completes as soon as it went, and the consumer may reuse its
+    /// buffer before TCP is done with it.
+    fn splices(&self, len: u32) -> bool {
+        let min = params::tx_zerocopy_min();
+        min != 0
+            && len >= min
+            && self.msg.sources.len != 0
+            && self
+                .msg
+                .sources
+                .iter()
+                .all(|s| s.kernel_memory(0).is_some())
     }
 
     /// Picks the next message, a Read response or send work (taking turns so neither
@@ -1073,7 +1102,12 @@ impl Sender {
         let dev = cx.dev;
         const LOC_QP_OP_ERR: u32 = uapi::siw_wc_status_SIW_WC_LOC_QP_OP_ERR;
         let zero_copy = self.zero_copy(cx, u64::from(len));
-        if zero_copy.is_none() {
+        let spliced =
+            zero_copy.is_none() && matches!(origin, Origin::Response) && self.splices(len);
+        if spliced {
+            dev.stats.inc(Stat::ZeroCopySends);
+        }
+        if zero_copy.is_none() && !spliced {
             if let Some(segment) = Segment::whole(&self.msg.template, len, self.msg.max_ulpdu) {
                 // Framed behind earlier messages' FPDUs, if any wait (see `batching`).
                 let before = if self.out.sent < self.out.total() {
@@ -1097,6 +1131,7 @@ impl Sender {
             origin,
             segments,
             zero_copy,
+            spliced,
         });
         Ok(())
     }
@@ -1192,6 +1227,16 @@ impl Source {
         }
     }
 
+    /// Byte `at` of the source in a kernel consumer's memory, as its region and address.
+    fn kernel_memory(&self, at: u32) -> Option<(&MemRegion, u64)> {
+        match self {
+            Self::Region { region, addr, .. } if region.is_kernel() => {
+                Some((region, addr + u64::from(at)))
+            }
+            _ => None,
+        }
+    }
+
     /// Byte `at` of the source in pinned user memory, as that memory and its offset.
     fn user_memory(&self, at: u32) -> Option<(&UserMemory, usize)> {
         match self {
@@ -1237,12 +1282,17 @@ fn gather(
 }
 
 /// Continues the CRC register `crc` over payload bytes `offset..offset + len` of a
-/// zero-copy message from `sources`, read in place.
+/// zero-copy or spliced message from `sources`, read in place.
 fn payload_crc(sources: &Sources, offset: u32, len: usize, mut crc: u32) -> Result<u32> {
     for piece in sources.pieces(offset, len) {
         let (source, at, n) = piece?;
-        let (mem, mem_offset) = source.user_memory(at).ok_or(EINVAL)?;
-        crc = mem.crc32c(crc, mem_offset, n)?;
+        crc = match source.user_memory(at) {
+            Some((mem, mem_offset)) => mem.crc32c(crc, mem_offset, n)?,
+            None => {
+                let (region, addr) = source.kernel_memory(at).ok_or(EINVAL)?;
+                region.kernel_crc32c(crc, addr, n)?
+            }
+        };
     }
     Ok(crc)
 }
