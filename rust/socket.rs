@@ -1125,19 +1125,28 @@ impl<H: SocketHandler> TcpStream<H> {
                 buf.len(),
             )
         };
+        // SAFETY: `msg` is a source of `buf.len()` bytes.
+        unsafe { self.sendmsg(&mut msg, buf.len()) }
+    }
+
+    /// Hands `msg`, of `len` bytes, to TCP, the socket locked around the call; returns how
+    /// many it took. What `tcp_sendmsg()` does, without the socket layer's calls above it
+    /// (60 of the 150 instructions from here to TCP, for every FPDU): the socket is a
+    /// kernel TCP socket of ours, which no LSM policy governs.
+    ///
+    /// # Safety
+    ///
+    /// `msg`'s iterator is a source of `len` bytes, valid for the call, of pages TCP may
+    /// take references to if `msg` asks to splice them.
+    #[inline(always)]
+    unsafe fn sendmsg(&self, msg: &mut kernel::bindings::msghdr, len: usize) -> Result<usize> {
         let sock = self.sock.sock.as_ptr();
-        // What `tcp_sendmsg()` does, without the socket layer's calls above it (60 of the
-        // 150 instructions from here to TCP, for every FPDU): the socket is a kernel TCP
-        // socket of ours, which no LSM policy governs.
         // SAFETY: A live TCP socket, locked around the send as `tcp_sendmsg_locked()`
-        // asks, on this task; `msg` is a source of `buf.len()` bytes.
+        // asks, on this task; `msg` as the caller guarantees.
         let ret = unsafe {
             bindings::riw_sock_lock(sock);
-            let ret = bindings::riw_tcp_sendmsg_locked(
-                self.sock.sk(),
-                ptr::from_mut(&mut msg).cast(),
-                buf.len(),
-            );
+            let ret =
+                bindings::riw_tcp_sendmsg_locked(self.sock.sk(), ptr::from_mut(msg).cast(), len);
             bindings::riw_sock_unlock(sock);
             ret
         };
@@ -1192,23 +1201,9 @@ impl<H: SocketHandler> TcpStream<H> {
                 bytes,
             )
         };
-        let sock = self.sock.sock.as_ptr();
-        // SAFETY: As in `send`: a live TCP socket, locked around the call on this task; `msg`
-        // is a source of `bytes` bytes, of pages TCP may reference when `splice` is set.
-        let ret = unsafe {
-            bindings::riw_sock_lock(sock);
-            let ret = bindings::riw_tcp_sendmsg_locked(
-                self.sock.sk(),
-                ptr::from_mut(&mut msg).cast(),
-                bytes,
-            );
-            bindings::riw_sock_unlock(sock);
-            ret
-        };
-        if ret < 0 {
-            return Err(Error::from_errno(ret));
-        }
-        Ok(ret as usize)
+        // SAFETY: `msg` is a source of `bytes` bytes of referenced pages, spliced only if
+        // `sendpage_ok()` let TCP reference them all.
+        unsafe { self.sendmsg(&mut msg, bytes) }
     }
 
     /// Hands `len` bytes at `offset` of pinned user memory to TCP without copying them and
