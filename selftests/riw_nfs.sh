@@ -163,12 +163,12 @@ server_lost() {
 	mountpoint -q "$mnt" || return
 	head -c $((8 << 20)) /dev/urandom >"$tmp/before" || return
 	dd if="$tmp/before" of="$mnt/before" bs=1M oflag=direct conv=fsync status=none || return
-	# 16 MiB, a quarter MiB at a time with pauses: the write spans the outage.
+	# 16 MiB, a MiB at a time with pauses (8 s at least): the write spans the outage.
 	(
-		for ((i = 0; i < 64; i++)); do
-			dd if="$tmp/pattern" of="$mnt/across" bs=256k skip=$i seek=$i count=1 \
+		for ((i = 0; i < 16; i++)); do
+			dd if="$tmp/pattern" of="$mnt/across" bs=1M skip=$i seek=$i count=1 \
 				conv=notrunc oflag=direct status=none || exit
-			sleep 0.25
+			sleep 0.5
 		done
 	) &
 	dd_pid=$!
