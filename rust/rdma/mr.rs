@@ -300,12 +300,19 @@ impl DmaMemory {
         Self(())
     }
 
-    /// Copies `dst.len()` bytes from DMA address `addr`.
-    pub fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
-        let src = usize::try_from(addr).map_err(|_| EFAULT)?;
-        if src == 0 || src.checked_add(dst.len()).is_none() {
+    /// DMA address `addr` as a kernel address with `len` bytes after it in the address
+    /// space; EFAULT for the null address or a range that wraps.
+    fn address(addr: u64, len: usize) -> Result<usize> {
+        let at = usize::try_from(addr).map_err(|_| EFAULT)?;
+        if at == 0 || at.checked_add(len).is_none() {
             return Err(EFAULT);
         }
+        Ok(at)
+    }
+
+    /// Copies `dst.len()` bytes from DMA address `addr`.
+    pub fn read(&self, addr: u64, dst: &mut [u8]) -> Result {
+        let src = Self::address(addr, dst.len())?;
         // SAFETY: `src` is a buffer a kernel consumer mapped and keeps for this copy (see
         // the type's documentation); `dst` is ours.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
@@ -315,10 +322,7 @@ impl DmaMemory {
     /// Continues the CRC32c register value `crc` over `len` bytes at DMA address `addr`,
     /// read in place.
     pub fn crc32c(&self, crc: u32, addr: u64, len: usize) -> Result<u32> {
-        let src = usize::try_from(addr).map_err(|_| EFAULT)?;
-        if src == 0 || src.checked_add(len).is_none() {
-            return Err(EFAULT);
-        }
+        let src = Self::address(addr, len)?;
         // SAFETY: As for `read`: a buffer the consumer mapped and keeps for this read.
         let bytes = unsafe { core::slice::from_raw_parts(src as *const u8, len) };
         Ok(crate::kernel_ext::crc::crc32c(crc, bytes))
@@ -329,10 +333,10 @@ impl DmaMemory {
     /// an address outside the kernel's direct map. The same rule as for `read` holds:
     /// only at an address the consumer keeps mapped for the call.
     pub fn piece(&self, addr: u64, len: usize) -> Option<KernelPiece> {
-        let va = usize::try_from(addr).ok()?;
-        if len == 0 || va.checked_add(len).is_none() {
+        if len == 0 {
             return None;
         }
+        let va = Self::address(addr, len).ok()?;
         let ptr = va as *const core::ffi::c_void;
         // SAFETY: Only tests the address, which is not accessed.
         if !unsafe { bindings::riw_virt_addr_valid(ptr) } {
@@ -355,10 +359,7 @@ impl DmaMemory {
 
     /// Copies `src` to DMA address `addr`.
     pub fn write(&self, addr: u64, src: &[u8]) -> Result {
-        let dst = usize::try_from(addr).map_err(|_| EFAULT)?;
-        if dst == 0 || dst.checked_add(src.len()).is_none() {
-            return Err(EFAULT);
-        }
+        let dst = Self::address(addr, src.len())?;
         // SAFETY: As for `read`: a mapped receive (or target) buffer of the consumer.
         unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
         Ok(())
