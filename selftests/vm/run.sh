@@ -29,7 +29,8 @@
 #   120  usage error, missing kernel or module, QEMU failed to start
 #   121  the guest kernel panicked
 #   122  the guest ran past --timeout (default 600 s) and was killed
-#   123  the guest stopped without reporting COMMAND's status
+#   123  the guest stopped without reporting COMMAND's status, or its kernel was tainted
+#        while booting, three boots in a row (a guest whose boot tainted it boots again)
 # and for those, a one-line reason and the last console lines on stderr.
 set -euo pipefail
 
@@ -147,19 +148,27 @@ echo "riw-vm: booting $kernel (output in $out)"
 # HPET after some minutes and switches to the HPET, after which each gettimeofday() traps into
 # the emulator; perftest's TSC-against-gettimeofday calibration then fails its fit ("Can't
 # produce a report"). All vCPUs read one emulated TSC, so it is safe to trust.
-rc=0
-timeout --foreground -k 10 "$timeout" \
-	qemu-system-x86_64 -machine q35 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
-		-nodefaults -nic none -no-reboot -display none \
-		-chardev stdio,id=con,signal=off,logfile="$console" -serial chardev:con \
-		-kernel "$kernel" -initrd "$initrd" \
-		-append "console=ttyS0 loglevel=5 printk.time=1 panic=-1 tsc=reliable" \
-		-fsdev local,id=root,path=/,readonly=on,security_model=none,multidevs=remap \
-		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
-		-fsdev local,id=out,path="$out",security_model=none,multidevs=remap \
-		-device virtio-9p-pci,fsdev=out,mount_tag=riwout \
-		"${plugin[@]}" "${nics[@]}" \
-	</dev/null || rc=$?
+# A guest whose kernel was tainted while booting says so and stops (selftests/vm/init): its
+# console is kept as console.tainted-N.log, and another boots, three times at most.
+for boot in 1 2 3; do
+	rc=0
+	timeout --foreground -k 10 "$timeout" \
+		qemu-system-x86_64 -machine q35 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
+			-nodefaults -nic none -no-reboot -display none \
+			-chardev stdio,id=con,signal=off,logfile="$console" -serial chardev:con \
+			-kernel "$kernel" -initrd "$initrd" \
+			-append "console=ttyS0 loglevel=5 printk.time=1 panic=-1 tsc=reliable" \
+			-fsdev local,id=root,path=/,readonly=on,security_model=none,multidevs=remap \
+			-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+			-fsdev local,id=out,path="$out",security_model=none,multidevs=remap \
+			-device virtio-9p-pci,fsdev=out,mount_tag=riwout \
+			"${plugin[@]}" "${nics[@]}" \
+		</dev/null || rc=$?
+	tainted=$(tr -d '\r' <"$console" | grep -ao "riw-vm-tainted:$nonce:[0-9]*" || true)
+	[ -n "$tainted" ] && [ $boot -lt 3 ] || break
+	echo "riw-vm: the kernel was tainted (${tainted##*:}) while booting: booting again"
+	mv "$console" "$out/console.tainted-$boot.log"
+done
 echo "riw-vm: guest ran $((SECONDS - start)) s"
 
 # The verdict, from the console: the result marker, else why there is none.
@@ -172,6 +181,8 @@ if [ -n "$result" ]; then
 fi
 if panic=$(grep -a -m1 'Kernel panic - not syncing' <<<"$log"); then
 	code=$E_PANIC reason="guest kernel panic: ${panic#*Kernel panic - not syncing: }"
+elif [ -n "$tainted" ]; then
+	code=$E_NORESULT reason="the kernel was tainted (${tainted##*:}) while booting, three times"
 elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 	code=$E_TIMEOUT reason="guest timed out after $timeout s, killed"
 elif [ -z "$log" ]; then
