@@ -77,7 +77,8 @@ counters! {
     /// Connections that timed out before they were up (TCP connect or MPA exchange).
     ConnectionsTimedOut = "connections_timed_out";
     /// Responder connections without peer-to-peer mode whose initiator sent nothing in
-    /// the grace period: this end sent first.
+    /// the grace period: from then on this end sends without waiting (counted whether
+    /// or not it had anything to send).
     ResponderSentFirst = "responder_sent_first";
     /// Messages sent from registered memory without a copy: from user memory, or Read
     /// Responses from a kernel consumer's memory.
