@@ -8,13 +8,14 @@
 # client: rping -V at 23 B and 64 KiB, and three kernel storage protocols with their stock
 # tools, initiator or client here and target or server there, fio verifying on each: the
 # NVMe/RDMA host against nvmet-rdma, open-iscsi's iSER initiator against LIO's iSER target
-# (targetcli), and the cifs client against ksmbd over SMB Direct. make check-long adds
-# rping sizes, ucmatose and perftest over rdma_cm. Then, riw at both ends: the link goes
-# down and up under rping -V; (make check-long: the target's device is deleted and riw
-# unloaded under NVMe writes, and brought back, the host reconnecting;) and the peer guest
-# is powered off under rping -V (and NVMe writes in make check-long), after which this side
-# ends what it had (QPs and cm_ids gone, the controller given up, no splat, no leak) and
-# deletes its device.
+# (targetcli), and the cifs client against ksmbd over SMB Direct (make check: iSER where
+# riw is initiator, SMB Direct where riw serves). make check-long adds rping sizes,
+# ucmatose and perftest over rdma_cm, and each storage protocol both ways. Then, riw at
+# both ends: the link goes down and up under rping -V; (make check-long: the target's
+# device is deleted and riw unloaded under NVMe writes, and brought back, the host
+# reconnecting;) and the peer guest is powered off under rping -V (and NVMe writes in make
+# check-long), after which this side ends what it had (QPs and cm_ids gone, the controller
+# given up, no splat, no leak) and deletes its device.
 #
 # Skipped outside a two-guest run (make check runs it in one). make check keeps the broad,
 # fast part; NVMe-oF failures under I/O are in riw_nvme.sh too, in one guest.
@@ -29,24 +30,33 @@ ktap_print_header
 # riw against siw both ways; riw to riw across the link runs in the checks after them
 # (link and peer lost), and the programs riw to riw in make check-long.
 PAIRINGS=("riw siw" "siw riw")
+# The storage protocols of each pairing: NVMe-oF both ways; make check runs iSER with riw as
+# initiator and SMB Direct with riw as server (riw_iser.sh and riw_smb.sh have riw in both
+# roles against itself), make check-long each both ways.
+STORAGE=("nvme iser" "nvme smb")
 # Per pairing: rping sizes with where the client runs, and perftest runs; make check-long
 # runs more of them, and ucmatose both ways.
 RPINGS=("23 here" "65535 peer") PERFTESTS=() UCMATOSE=0
 if [ -n "${RIW_LONG:-}" ]; then
 	PAIRINGS=("riw riw" "${PAIRINGS[@]}")
+	STORAGE=("nvme iser smb" "nvme iser smb" "nvme iser smb")
 	RPINGS+=("4096 peer" "65535 here")
 	PERFTESTS=("ib_read_bw -s 65536" "ib_send_lat -s 64" "ib_write_bw -s 65536"
 		"ib_write_lat -s 64" "ib_read_lat -s 64")
 	UCMATOSE=2
 fi
-per_pairing=$((${#RPINGS[@]} + ${#PERFTESTS[@]} + UCMATOSE + 8))
+planned=0
+for protocols in "${STORAGE[@]}"; do
+	read -ra protocols <<<"$protocols"
+	planned=$((planned + ${#RPINGS[@]} + ${#PERFTESTS[@]} + UCMATOSE + 2 + 2 * ${#protocols[@]}))
+done
 long_checks=0
 [ -z "${RIW_LONG:-}" ] || long_checks=1
 # MiB each storage check writes and reads back, and fio writes: data crossing the link
 # is slow on the debug kernel, and make check-long moves more.
 IO_MB=4
 [ -z "${RIW_LONG:-}" ] || IO_MB=8
-ktap_set_plan $((${#PAIRINGS[@]} * per_pairing + 6 + long_checks))
+ktap_set_plan $((planned + 6 + long_checks))
 
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
@@ -224,8 +234,9 @@ smb_io() {
 
 # Each server gets a port of its own: a listener just closed may still show in ss.
 p=7600
-for pairing in "${PAIRINGS[@]}"; do
-	read -r here there <<<"$pairing"
+for i in "${!PAIRINGS[@]}"; do
+	read -r here there <<<"${PAIRINGS[i]}"
+	storage=" ${STORAGE[i]} "
 	with="$here here, $there in the peer"
 	riw_check "$with: devices on the link" 60 devices_up "$here" "$there" || true
 	for run in "${RPINGS[@]}"; do
@@ -257,25 +268,31 @@ for pairing in "${PAIRINGS[@]}"; do
 		riw_check "$with: ${t% -s *} -R, ${t##* } B" 60 peer_serves $p 20 \
 			"$t -R -d p0 -p $p -n 200" $t -R -d l0 -p $p -n 200 "$RIW_PEER" || true
 	done
-	riw_check "$with: nvmet-rdma listens in the peer" 60 riw_peer \
-		". selftests/nvmet.sh && nvmet_up $NQN $RIW_PEER $PORT /tmp/nvmet.img 64" || true
-	riw_check "$with: nvme-rdma here: $IO_MB MiB read back, fio verify, disconnect" 120 \
-		nvme_io || true
-	riw_peer ". selftests/nvmet.sh; nvmet_down $NQN" || true
-	riw_check "$with: LIO's iSER target (targetcli) listens in the peer" 90 riw_peer \
-		". selftests/iser.sh && iser_target_up $IQN $RIW_PEER $ISCSI_PORT /tmp/iser.img 64" ||
-		true
-	riw_check "$with: iSER initiator here: login, $IO_MB MiB read back, fio verify, logout" 120 \
-		iser_io || true
-	riw_peer ". selftests/iser.sh; iser_target_down" || true
-	riw_check "$with: ksmbd serves SMB Direct in the peer" 60 riw_peer \
-		"mkdir -p $SHARE && . selftests/smb.sh && smb_server_up $SHARE &&
-		timeout 30 bash -c 'until ss -Hltn \"sport = :5445\" | grep -q .; do sleep 0.2; done'" ||
-		true
-	riw_check "$with: cifs here over SMB Direct: file operations, fio verify, $IO_MB MiB copy, umount" \
-		180 smb_io || true
-	umount -l "$tmp/mnt" 2>/dev/null || true
-	riw_peer ". selftests/smb.sh; smb_server_down; rm -rf $SHARE" || true
+	if [[ $storage == *" nvme "* ]]; then
+		riw_check "$with: nvmet-rdma listens in the peer" 60 riw_peer \
+			". selftests/nvmet.sh && nvmet_up $NQN $RIW_PEER $PORT /tmp/nvmet.img 64" || true
+		riw_check "$with: nvme-rdma here: $IO_MB MiB read back, fio verify, disconnect" 120 \
+			nvme_io || true
+		riw_peer ". selftests/nvmet.sh; nvmet_down $NQN" || true
+	fi
+	if [[ $storage == *" iser "* ]]; then
+		riw_check "$with: LIO's iSER target (targetcli) listens in the peer" 90 riw_peer \
+			". selftests/iser.sh && iser_target_up $IQN $RIW_PEER $ISCSI_PORT /tmp/iser.img 64" ||
+			true
+		riw_check "$with: iSER initiator here: login, $IO_MB MiB read back, fio verify, logout" 120 \
+			iser_io || true
+		riw_peer ". selftests/iser.sh; iser_target_down" || true
+	fi
+	if [[ $storage == *" smb "* ]]; then
+		riw_check "$with: ksmbd serves SMB Direct in the peer" 60 riw_peer \
+			"mkdir -p $SHARE && . selftests/smb.sh && smb_server_up $SHARE &&
+			timeout 30 bash -c 'until ss -Hltn \"sport = :5445\" | grep -q .; do sleep 0.2; done'" ||
+			true
+		riw_check "$with: cifs here over SMB Direct: file operations, fio verify, $IO_MB MiB copy, umount" \
+			180 smb_io || true
+		umount -l "$tmp/mnt" 2>/dev/null || true
+		riw_peer ". selftests/smb.sh; smb_server_down; rm -rf $SHARE" || true
+	fi
 	riw_check "$with: devices deleted" 60 devices_down || true
 done
 
