@@ -55,52 +55,76 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# The suite between two machines runs in the first of two guests joined by a link
 	# (selftests/vm/pair.sh); siw is loaded there too.
 	two_guests='riw_two_guests\.sh'
-	# riw's own suites take two guests, about 22 and 14 minutes: the interoperability with
-	# the iw_cxgb4 model and third-party programs, faults, teardowns and the fuzzer in the
-	# second.
+	# riw's own suites take three guests: the storage protocols in one, and the
+	# interoperability with the iw_cxgb4 model and third-party programs, faults, teardowns
+	# and the fuzzer in another.
 	second_guest='riw_(cxgb4|compat|fault|teardown|fuzz)\.sh'
+	storage_guest='riw_(nvme|iser|smb|nfs)\.sh'
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
-	own_first=() own_second=()
+	own_first=() own_second=() own_storage=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
 		elsewhere=
 		for re in "${with_siw[@]}" "$two_guests"; do [[ $t =~ ^$re$ ]] && elsewhere=1; done
 		if [[ $t =~ ^$second_guest$ ]]; then
 			own_second+=("$t")
+		elif [[ $t =~ ^$storage_guest$ ]]; then
+			own_storage+=("$t")
 		elif [ -z "$elsewhere" ]; then
 			own_first+=("$t")
 		fi
 	done
-	filters=("^($(IFS='|'; echo "${own_first[*]}"))\$" "^($(IFS='|'; echo "${own_second[*]}"))\$")
-	for re in "${with_siw[@]}" "$two_guests"; do filters+=("^$re\$"); done
-	# A guest takes 1 to 25 minutes here; one that hangs is given up on long before CI's
-	# own limit, and the others still run. make check-long fuzzes the verbs 13 minutes
-	# longer (riw_fuzz.sh) in the second.
-	guest_timeout=2400
-	[ -z "${RIW_LONG:-}" ] || guest_timeout=3600
-	for filter in "${filters[@]}"; do
-		echo "check: guest suite on the debug kernel: $filter"
-		guest_start=$SECONDS
-		pair=()
+	group() { echo "^($(IFS='|'; echo "$*"))\$"; }
+	# Longest first, so that the two guests running at a time end close together.
+	filters=("$(group "${own_first[@]}")" "^$two_guests\$" "$(group "${own_second[@]}")"
+		"$(group "${own_storage[@]}")")
+	for ((i = ${#with_siw[@]} - 1; i >= 0; i--)); do filters+=("^${with_siw[i]}\$"); done
+	# Two guests run at a time (the suite between two machines counts as one: its guests
+	# have a vCPU each): each mostly keeps one vCPU busy, so two use both cores of a 2-core
+	# machine. RIW_GUESTS sets how many run at once. A guest takes 3 to 40 minutes here
+	# beside another; one that hangs is given up on long before CI's own limit, and the
+	# others still run. make check-long fuzzes the verbs 13 minutes longer (riw_fuzz.sh).
+	guest_timeout=3000
+	[ -z "${RIW_LONG:-}" ] || guest_timeout=4800
+	guest_suite() { # INDEX
+		local filter=${filters[$1]} pair=() start=$SECONDS
 		[ "$filter" != "^$two_guests\$" ] || pair=(--pair)
 		selftests/vm/kselftest.sh "${pair[@]}" --variant debug --timeout "$guest_timeout" \
 			--module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kconn_test.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kfault_test.ko" \
-			--filter "$filter" 2>&1 | tee "$log/guest.log"
-		echo "check: guest suite took $(((SECONDS - guest_start) / 60)) min"
-		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' \
-			"$log/guest.log")
+			--filter "$filter" >"$log/guest-$1.log" 2>&1
+		echo "check: guest suite took $(((SECONDS - start) / 60)) min" >>"$log/guest-$1.log"
+	}
+	# A finished guest's log, then its results; the summary below names what failed.
+	guest_results() { # INDEX
+		local glog=$log/guest-$1.log p f
+		echo "check: guest suite on the debug kernel: ${filters[$1]}"
+		cat "$glog"
+		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$glog")
 		pass "${p:-0}"
-		[ "${f:-1}" -eq 0 ] && continue
-		fail "${f:-1}" "guest suite $filter"
-		# Its failed results, nested ones too, and the steps that ran out of time: the
-		# summary below names them.
+		[ "${f:-1}" -eq 0 ] && return
+		fail "${f:-1}" "guest suite ${filters[$1]}"
+		# Its failed results, nested ones too, and the steps that ran out of time.
 		mapfile -t -O "${#failures[@]}" failures < <(sed -n \
 			-e 's/^# \(# \)*\(timed out after [0-9]* s: .\{0,60\}\).*/      \2/p' \
 			-e 's/^# \(# \)*\(not ok [0-9]* .*\)/    \2/p' \
 			-e 's/^\(not ok [0-9]* .*\)/  \1/p' \
-			-e 's/^# riw: \(incomplete run: .*\)/  \1/p' "$log/guest.log")
+			-e 's/^# riw: \(incomplete run: .*\)/  \1/p' "$glog")
+	}
+	declare -A running=()
+	next=0
+	while [ "$next" -lt "${#filters[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
+		if [ "$next" -lt "${#filters[@]}" ] && [ "${#running[@]}" -lt "${RIW_GUESTS:-2}" ]; then
+			echo "check: guest suite started: ${filters[$next]}"
+			guest_suite "$next" &
+			running[$!]=$next
+			next=$((next + 1))
+			continue
+		fi
+		wait -n -p done_pid "${!running[@]}" || true
+		guest_results "${running[$done_pid]}"
+		unset "running[$done_pid]"
 	done
 else
 	fail 1 "module build"
