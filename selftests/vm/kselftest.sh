@@ -4,7 +4,7 @@
 # Run riw's selftests in the test guest and sum them up:
 #
 #   selftests/vm/kselftest.sh [--variant debug|release] [--module FILE.ko]... [--filter REGEX]
-#                             [--timeout SECONDS] [--out DIR] [--pair]
+#                             [--timeout SECONDS] [--out DIR] [--smp N] [--pair]
 #
 # Prints the KTAP stream of selftests/run_kselftest.sh as the guest writes it (the kernel
 # console goes to OUT/console.log only), then one line "guest: N passed, N failed, N skipped"
@@ -23,7 +23,7 @@ usage() {
 run_args=() filter=() out= keep_out=1 timeout=3600 runner=run.sh
 while [ $# -gt 0 ]; do
 	case $1 in
-	--variant | --module) run_args+=("$1" "${2:?}"); shift 2 ;;
+	--variant | --module | --smp) run_args+=("$1" "${2:?}"); shift 2 ;;
 	--filter) filter=(--filter "${2:?}"); shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
