@@ -32,7 +32,8 @@
 #                 a log line, nothing stays, and a normal client connects afterwards
 #   here          teardown with connections open: SIGKILL of either side, the netdev going
 #                 down, `rdma link delete`, and rmmod (riw only); after each, no connection
-#                 sockets, rdma_cm ids or QPs remain
+#                 sockets, rdma_cm ids or QPs remain. riw at both ends, make check runs the
+#                 last three in riw_teardown.sh only, under traffic (make check-long: here too)
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -64,6 +65,10 @@ fi
 mapfile -t hostile_tests < <($py "$here/cm/hostile.py" list)
 TOOLS=(rdma_server ucmatose ucmatose_v6)
 TEARDOWN=(peer_to_peer kill_client kill_server link_down link_delete rmmod)
+# riw at both ends: make check leaves link_down, link_delete and rmmod to riw_teardown.sh,
+# which does each under traffic; make check-long runs them here too.
+teardown_here=1
+[ "$srv_drv" != riw ] || [ "$cli_drv" != riw ] || [ -n "${RIW_LONG:-}" ] || teardown_here=
 ZC_TESTS=(write_integrity read_integrity send_integrity mixed_order mt_post_poll)
 zc_tests=()
 if [ -n "$cm" ]; then
@@ -338,8 +343,12 @@ t_link_down() {
 	show_logs
 	[ $rc -eq 0 ] && settled 7492
 }
-riw_check "link_down: the netdev goes down under a connection; everything is freed" \
-	120 t_link_down || true
+if [ -n "$teardown_here" ]; then
+	riw_check "link_down: the netdev goes down under a connection; everything is freed" \
+		120 t_link_down || true
+else
+	ktap_test_skip "link_down: riw at both ends: riw_teardown.sh (make check-long: here too)"
+fi
 
 t_link_delete() {
 	local rc=0
@@ -356,7 +365,9 @@ t_link_delete() {
 	rdma link show "$cli_dev" >/dev/null 2>&1 || in0 rdma link add "$cli_dev" type "$cli_drv" netdev "$RIW_DEV0"
 	[ $rc -eq 0 ] && settled 7493
 }
-if [ "$cli_drv" = riw ]; then
+if [ -z "$teardown_here" ]; then
+	ktap_test_skip "link_delete: riw at both ends: riw_teardown.sh (make check-long: here too)"
+elif [ "$cli_drv" = riw ]; then
 	riw_check "link_delete: rdma link delete of the client device under a connection" \
 		120 t_link_delete || true
 else
@@ -381,7 +392,9 @@ t_rmmod() {
 	rdma link show "$cli_dev" >/dev/null 2>&1 || in0 rdma link add "$cli_dev" type "$cli_drv" netdev "$RIW_DEV0"
 	[ $rc -eq 0 ] && settled 7494
 }
-if [ "$srv_drv" = riw ] || [ "$cli_drv" = riw ]; then
+if [ -z "$teardown_here" ]; then
+	ktap_test_skip "rmmod: riw at both ends: riw_teardown.sh (make check-long: here too)"
+elif [ "$srv_drv" = riw ] || [ "$cli_drv" = riw ]; then
 	riw_check "rmmod: rmmod riw with a connection open" 150 t_rmmod riw || true
 else
 	# siw has no disassociate_ucontext: its module stays in use while a process holds a
