@@ -8,14 +8,13 @@
 # client: rping -V at 23 B and 64 KiB, and three kernel storage protocols with their stock
 # tools, initiator or client here and target or server there, fio verifying on each: the
 # NVMe/RDMA host against nvmet-rdma, open-iscsi's iSER initiator against LIO's iSER target
-# (targetcli), and the cifs client against ksmbd over SMB Direct (make check: iSER where
-# riw is initiator, SMB Direct where riw serves). make check-long adds rping sizes,
-# ucmatose and perftest over rdma_cm, and each storage protocol both ways. Then, riw at
-# both ends: the link goes down and up under rping -V; (make check-long: the target's
-# device is deleted and riw unloaded under NVMe writes, and brought back, the host
-# reconnecting;) and the peer guest is powered off under rping -V (and NVMe writes in make
-# check-long), after which this side ends what it had (QPs and cm_ids gone, the controller
-# given up, no splat, no leak) and deletes its device.
+# (targetcli), and the cifs client against ksmbd over SMB Direct (make check: NVMe-oF
+# only). make check-long adds rping sizes, ucmatose and perftest over rdma_cm, and iSER and
+# SMB Direct. Then, riw at both ends: the link goes down and up under rping -V; (make
+# check-long: the target's device is deleted and riw unloaded under NVMe writes, and
+# brought back, the host reconnecting;) and the peer guest is powered off under rping -V
+# (and NVMe writes in make check-long), after which this side ends what it had (QPs and
+# cm_ids gone, the controller given up, no splat, no leak) and deletes its device.
 #
 # Skipped outside a two-guest run (make check runs it in one). make check keeps the broad,
 # fast part; NVMe-oF failures under I/O are in riw_nvme.sh too, in one guest.
@@ -30,10 +29,9 @@ ktap_print_header
 # riw against siw both ways; riw to riw across the link runs in the checks after them
 # (link and peer lost), and the programs riw to riw in make check-long.
 PAIRINGS=("riw siw" "siw riw")
-# The storage protocols of each pairing: NVMe-oF both ways; make check runs iSER with riw as
-# initiator and SMB Direct with riw as server (riw_iser.sh and riw_smb.sh have riw in both
-# roles against itself), make check-long each both ways.
-STORAGE=("nvme iser" "nvme smb")
+# The storage protocols of each pairing: NVMe-oF in make check; iSER and SMB Direct too in
+# make check-long (riw_iser.sh and riw_smb.sh have riw in both roles against itself).
+STORAGE=("nvme" "nvme")
 # Per pairing: rping sizes with where the client runs, and perftest runs; make check-long
 # runs more of them, and ucmatose both ways.
 RPINGS=("23 here" "65535 peer") PERFTESTS=() UCMATOSE=0
