@@ -16,8 +16,8 @@
 #                              CQ, QP and SRQ with their mmapped rings, a user MR,
 #                              ibv_modify_qp, and rdma_cm's listen, connect and accept
 #
-# Each runs twice: with slab allocations failing (failslab), then with page allocations
-# (fail_page_alloc, any order, vmalloc's included). Then the device must show nothing of
+# Each runs with slab allocations failing (failslab), then, in make check-long (RIW_LONG),
+# with page allocations (fail_page_alloc, any order, vmalloc's included). Then the device must show nothing of
 # it: no objects left, rping -V across it, rdma link delete, and kmemleak finds nothing
 # leaked since the start.
 #
@@ -37,7 +37,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
 dev=flt0
 dbg=/sys/kernel/debug
-KINDS=(failslab fail_page_alloc)
+# make check fails slab allocations; make check-long page allocations too.
+KINDS=(failslab)
+[ -z "${RIW_LONG:-}" ] || KINDS+=(fail_page_alloc)
 
 ktap_print_header
 [ -e /proc/self/fail-nth ] || riw_skip_all "the kernel has no CONFIG_FAULT_INJECTION (fail-nth)"
