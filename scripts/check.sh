@@ -44,27 +44,36 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# connections not yet accepted; after one report lockdep is off for the rest of the
 	# boot. So riw's own suites keep a lockdep of their own, and lib.sh names siw's report
 	# (and only it) when it shows up in those guests.
-	# One guest per pattern; the two directions of interoperability each get one. The
-	# smoke test keeps its own too: siw is unloaded at its end, and a lockdep report that
-	# came later would show siw's saved stack traces under the symbols of whatever module
-	# was loaded at those addresses since, which would hide whose report it is. The
-	# pyverbs suite, whose reference run is on siw, joins the shorter interoperability
-	# guest rather than booting one more.
-	with_siw=('riw_smoke\.sh' 'riw_(cm|data|compat|nfs)_riw_siw\.sh'
-		'(riw_(cm|data|compat|nfs)_siw_riw|riw_pyverbs)\.sh')
+	# The smoke test keeps a guest of its own: siw is unloaded at its end, and a lockdep
+	# report that came later would show siw's saved stack traces under the symbols of
+	# whatever module was loaded at those addresses since, which would hide whose report it
+	# is. make check runs riw_data.sh with a siw client and a riw server, in one guest with
+	# the pyverbs suite (whose reference run is on siw); make check-long runs it the other
+	# way too, and riw_cm.sh, the third-party programs and NFS against siw, a guest per
+	# direction. siw also meets riw across two guests in make check (riw_two_guests.sh:
+	# rping both ways, a riw NVMe-oF host on a siw target), and riw_cm.sh, the programs and
+	# NFS run riw to riw there.
+	if [ -z "${RIW_LONG:-}" ]; then
+		with_siw=('riw_smoke\.sh' '(riw_data_siw_riw|riw_pyverbs)\.sh')
+	else
+		with_siw=('riw_smoke\.sh' 'riw_(cm|data|compat|nfs)_riw_siw\.sh'
+			'(riw_(cm|data|compat|nfs)_siw_riw|riw_pyverbs)\.sh')
+	fi
 	# The suite between two machines runs in the first of two guests joined by a link
 	# (selftests/vm/pair.sh); siw is loaded there too.
 	two_guests='riw_two_guests\.sh'
-	# riw's own suites take three guests: the storage protocols in one, and the
-	# interoperability with the iw_cxgb4 model and third-party programs, faults, teardowns
-	# and the fuzzer in another.
-	second_guest='riw_(cxgb4|compat|fault|teardown|fuzz)\.sh'
+	# riw's own suites take three guests: the storage protocols; the interoperability with
+	# the iw_cxgb4 model and third-party programs, the fuzzer, allocation faults and
+	# teardowns; and the rest.
+	second_guest='riw_(cxgb4|compat|fuzz|fault|teardown)\.sh'
 	storage_guest='riw_(nvme|iser|smb|nfs)\.sh'
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own_first=() own_second=() own_storage=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
 		elsewhere=
-		for re in "${with_siw[@]}" "$two_guests"; do [[ $t =~ ^$re$ ]] && elsewhere=1; done
+		for re in "${with_siw[@]}" "$two_guests" '.*_(riw_siw|siw_riw)\.sh'; do
+			[[ $t =~ ^$re$ ]] && elsewhere=1
+		done
 		if [[ $t =~ ^$second_guest$ ]]; then
 			own_second+=("$t")
 		elif [[ $t =~ ^$storage_guest$ ]]; then
@@ -74,21 +83,24 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		fi
 	done
 	group() { echo "^($(IFS='|'; echo "$*"))\$"; }
-	# Longest first, so that the two guests running at a time end close together.
-	filters=("$(group "${own_first[@]}")" "^$two_guests\$" "$(group "${own_second[@]}")"
-		"$(group "${own_storage[@]}")")
+	# Longest first, so that the two running at a time end close together.
+	filters=("$(group "${own_first[@]}")" "$(group "${own_second[@]}")"
+		"$(group "${own_storage[@]}")" "^$two_guests\$")
 	for ((i = ${#with_siw[@]} - 1; i >= 0; i--)); do filters+=("^${with_siw[i]}\$"); done
-	# Two guests run at a time (the suite between two machines counts as one: its guests
-	# have a vCPU each): each mostly keeps one vCPU busy, so two use both cores of a 2-core
-	# machine. RIW_GUESTS sets how many run at once. A guest takes 3 to 40 minutes here
-	# beside another; one that hangs is given up on long before CI's own limit, and the
-	# others still run. make check-long fuzzes the verbs 13 minutes longer (riw_fuzz.sh).
+	# Two guests of one vCPU each run at a time (RIW_GUESTS sets how many): on a 2-core
+	# machine two such guests each run at three quarters of the speed of one alone, while
+	# two of two vCPUs each ran at half speed, their vCPUs' threads taking turns on the
+	# cores. The pair counts as one: its second guest mostly waits for commands. A guest
+	# takes 3 to 45 minutes here; one that hangs is given up on long before CI's own limit,
+	# and the others still run. make check-long fuzzes the verbs 13 minutes longer
+	# (riw_fuzz.sh).
+	slots=${RIW_GUESTS:-2}
 	guest_timeout=3000
 	[ -z "${RIW_LONG:-}" ] || guest_timeout=4800
 	guest_suite() { # INDEX
-		local filter=${filters[$1]} pair=() start=$SECONDS
-		[ "$filter" != "^$two_guests\$" ] || pair=(--pair)
-		selftests/vm/kselftest.sh "${pair[@]}" --variant debug --timeout "$guest_timeout" \
+		local filter=${filters[$1]} guest_args=(--smp 1) start=$SECONDS
+		[ "$filter" != "^$two_guests\$" ] || guest_args=(--pair)
+		selftests/vm/kselftest.sh "${guest_args[@]}" --variant debug --timeout "$guest_timeout" \
 			--module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kconn_test.ko" \
@@ -115,7 +127,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	declare -A running=()
 	next=0
 	while [ "$next" -lt "${#filters[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
-		if [ "$next" -lt "${#filters[@]}" ] && [ "${#running[@]}" -lt "${RIW_GUESTS:-2}" ]; then
+		if [ "$next" -lt "${#filters[@]}" ] && [ "${#running[@]}" -lt "$slots" ]; then
 			echo "check: guest suite started: ${filters[$next]}"
 			guest_suite "$next" &
 			running[$!]=$next
