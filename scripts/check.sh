@@ -62,19 +62,22 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# The suite between two machines runs in the first of two guests joined by a link
 	# (selftests/vm/pair.sh); siw is loaded there too.
 	two_guests='riw_two_guests\.sh'
-	# riw's own suites take three guests: the storage protocols; the interoperability with
-	# the iw_cxgb4 model and third-party programs, the fuzzer, allocation faults and
-	# teardowns; and the rest.
+	# riw's own suites take four guests: connections and traffic with their counters and
+	# resources; the interoperability with the iw_cxgb4 model and third-party programs, the
+	# fuzzer, allocation faults and teardowns; the storage protocols; and the rest.
+	traffic_guest='riw_(cm|data|stats|resource)\.sh'
 	second_guest='riw_(cxgb4|compat|fuzz|fault|teardown)\.sh'
 	storage_guest='riw_(nvme|iser|smb|nfs)\.sh'
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
-	own_first=() own_second=() own_storage=()
+	own_first=() own_traffic=() own_second=() own_storage=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
 		elsewhere=
 		for re in "${with_siw[@]}" "$two_guests" '.*_(riw_siw|siw_riw)\.sh'; do
 			[[ $t =~ ^$re$ ]] && elsewhere=1
 		done
-		if [[ $t =~ ^$second_guest$ ]]; then
+		if [[ $t =~ ^$traffic_guest$ ]]; then
+			own_traffic+=("$t")
+		elif [[ $t =~ ^$second_guest$ ]]; then
 			own_second+=("$t")
 		elif [[ $t =~ ^$storage_guest$ ]]; then
 			own_storage+=("$t")
@@ -84,14 +87,14 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	done
 	group() { echo "^($(IFS='|'; echo "$*"))\$"; }
 	# Longest first, so that the two running at a time end close together.
-	filters=("$(group "${own_first[@]}")" "$(group "${own_second[@]}")"
-		"$(group "${own_storage[@]}")" "^$two_guests\$")
+	filters=("$(group "${own_second[@]}")" "$(group "${own_traffic[@]}")"
+		"$(group "${own_first[@]}")" "$(group "${own_storage[@]}")" "^$two_guests\$")
 	for ((i = ${#with_siw[@]} - 1; i >= 0; i--)); do filters+=("^${with_siw[i]}\$"); done
 	# Two guests of one vCPU each run at a time (RIW_GUESTS sets how many): on a 2-core
 	# machine two such guests each run at three quarters of the speed of one alone, while
 	# two of two vCPUs each ran at half speed, their vCPUs' threads taking turns on the
 	# cores. The pair counts as one: its second guest mostly waits for commands. A guest
-	# takes 3 to 45 minutes here; one that hangs is given up on long before CI's own limit,
+	# takes 4 to 40 minutes here; one that hangs is given up on long before CI's own limit,
 	# and the others still run. make check-long fuzzes the verbs 13 minutes longer
 	# (riw_fuzz.sh).
 	slots=${RIW_GUESTS:-2}
