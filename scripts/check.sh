@@ -91,11 +91,10 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		"$(group "${own_first[@]}")" "$(group "${own_storage[@]}")" "^$two_guests\$")
 	for ((i = ${#with_siw[@]} - 1; i >= 0; i--)); do filters+=("^${with_siw[i]}\$"); done
 	# Two guests of one vCPU each run at a time (RIW_GUESTS sets how many): on a 2-core
-	# machine two such guests each run at three quarters of the speed of one alone, while
-	# two of two vCPUs each ran at half speed, their vCPUs' threads taking turns on the
-	# cores. The pair counts as one: its second guest mostly waits for commands. A guest
-	# takes 4 to 40 minutes here; one that hangs is given up on long before CI's own limit,
-	# and the others still run. make check-long's guest of faults and teardowns runs ten
+	# machine each then keeps a core, where guests of two vCPUs slowed each other down as
+	# much as running one after the other. The pair counts as one: its second guest mostly
+	# waits for commands. One that hangs is given up on long before CI's own limit, and the
+	# others still run. make check-long's guest of faults and teardowns runs ten
 	# rounds of teardowns and fuzzes the verbs 13 minutes longer: hours on a slow machine.
 	slots=${RIW_GUESTS:-2}
 	guest_timeout=3000
