@@ -88,8 +88,9 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	group() { echo "^($(IFS='|'; echo "$*"))\$"; }
 	# Longest first, so that the two running at a time end close together.
 	filters=("$(group "${own_second[@]}")" "$(group "${own_traffic[@]}")"
-		"$(group "${own_first[@]}")" "$(group "${own_storage[@]}")" "^$two_guests\$")
-	for ((i = ${#with_siw[@]} - 1; i >= 0; i--)); do filters+=("^${with_siw[i]}\$"); done
+		"$(group "${own_storage[@]}")" "$(group "${own_first[@]}")")
+	for ((i = ${#with_siw[@]} - 1; i >= 1; i--)); do filters+=("^${with_siw[i]}\$"); done
+	filters+=("^$two_guests\$" "^${with_siw[0]}\$") # the smoke test last, the shortest
 	# Two guests of one vCPU each run at a time (RIW_GUESTS sets how many): on a 2-core
 	# machine each then keeps a core, where guests of two vCPUs slowed each other down as
 	# much as running one after the other. The pair counts as one: its second guest mostly
