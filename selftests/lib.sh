@@ -36,6 +36,8 @@
 #                                    returns its status, 124 on timeout
 #   riw_poll SECONDS CMD [ARGS...]   retry CMD (a function too) every 0.2 s until it succeeds;
 #                                    returns 0, or 124 once SECONDS have passed
+#   riw_sleep SECONDS                sleep (fractions too) without starting a process
+#   riw_counter_reached FILE N       the number in FILE (a counter in sysfs) is N or more
 #   riw_netns_setup                  two namespaces $RIW_NS0 and $RIW_NS1 joined by a veth pair:
 #                                    $RIW_DEV0 (veth0) $RIW_ADDR0 (192.0.2.1/24) in RIW_NS0,
 #                                    $RIW_DEV1 (veth1) $RIW_ADDR1 (192.0.2.2/24) in RIW_NS1;
@@ -126,6 +128,16 @@ else
 	: "${RIW_TIMEOUT_SCALE:=1}"
 fi
 
+# Every process a test starts costs the debug guest tenths of a second (KASAN, kmemleak and
+# lockdep track each of its allocations), so the helpers that loop or run for every check
+# start none they can do without: a sleep is a read, with a timeout, of a pipe that this
+# shell holds open at both ends and nothing writes to.
+exec {__riw_sleep_fd}<> <(:)
+
+riw_sleep() { # SECONDS
+	read -rt "$1" -u "$__riw_sleep_fd" || true
+}
+
 riw_skip_all() {
 	ktap_skip_all "$*"
 	exit "$KSFT_SKIP"
@@ -147,17 +159,21 @@ riw_defer() {
 riw_run() {
 	local -
 	set -m
-	local secs=$(($1 * RIW_TIMEOUT_SCALE)) pid rc
+	local secs=$(($1 * RIW_TIMEOUT_SCALE)) pid rc wd
 	shift
 	("$@" 2>&1 </dev/null | riw_diag; exit "${PIPESTATUS[0]}") &
 	pid=$!
 	set +e
-	if timeout "$secs" tail --pid=$pid -f /dev/null; then
-		wait $pid
-		rc=$?
+	# A watchdog of this shell's own (no process started) kills CMD's job at the timeout;
+	# gone by the time CMD ended, it has fired.
+	(riw_sleep "$secs"; kill -KILL -- -$pid 2>/dev/null) &
+	wd=$!
+	wait $pid 2>/dev/null
+	rc=$?
+	if kill $wd 2>/dev/null; then
+		wait $wd 2>/dev/null
 	else
-		kill -KILL -- -$pid
-		wait $pid 2>/dev/null
+		wait $wd 2>/dev/null
 		rc=124
 	fi
 	case $rc in
@@ -315,7 +331,7 @@ riw_poll() {
 	shift
 	until "$@"; do
 		[ $SECONDS -lt $end ] || return 124
-		sleep 0.2
+		riw_sleep 0.2
 	done
 }
 
@@ -323,8 +339,13 @@ riw_poll() {
 # traffic flows, however slow the kernel. Status 124 if it does not within SECONDS (scaled).
 riw_flowing() { # DEV [FPDUS] [SECONDS]
 	local c=/sys/class/infiniband/$1/ports/1/hw_counters/tx_fpdus start
-	start=$(cat "$c") || return
-	riw_poll "${3:-30}" eval "[ \$((\$(cat $c) - $start)) -ge ${2:-100} ]"
+	read -r start <"$c" || return
+	riw_poll "${3:-30}" riw_counter_reached "$c" "$((start + ${2:-100}))"
+}
+
+riw_counter_reached() { # COUNTER TARGET
+	local n
+	read -r n <"$1" && [ "$n" -ge "$2" ]
 }
 
 riw_netns_setup() {
@@ -418,7 +439,7 @@ __riw_ns_empty() { # NS
 }
 
 __riw_listening() { # PORT
-	[ -n "$(in1 ss -Htln "sport = :$1")" ]
+	[ -n "$(ss -N "$RIW_NS1" -Htln "sport = :$1")" ]
 }
 
 # Both commands must exit 0, else the status is the client's failure, or the server's; the
@@ -575,7 +596,8 @@ riw_ns0_rping() { # PORT
 	local port=$1 srv rc=0 st=0
 	in0 rping -s -a "$RIW_ADDR0" -p "$port" -C 10 -S 1000 -V &
 	srv=$!
-	riw_poll 10 eval "[ -n \"\$(in0 ss -Htln 'sport = :$port')\" ]" || echo "no listener"
+	riw_poll 10 eval "[ -n \"\$(ss -N \"\$RIW_NS0\" -Htln 'sport = :$port')\" ]" ||
+		echo "no listener"
 	in0 rping -c -a "$RIW_ADDR0" -p "$port" -C 10 -S 1000 -V || rc=$?
 	if [ $rc -ne 0 ]; then
 		kill "$srv" 2>/dev/null
