@@ -60,20 +60,28 @@ restore() {
 		in0 rdma link add "$cli_dev" type riw netdev "$RIW_DEV0"
 }
 
-# A process in the background, its output in $tmp/NAME.log; its pid in $! as for &. It runs
-# niced: traffic that keeps every vCPU busy would otherwise make each command of this
-# script (a poll, an rdma call) take seconds on the debug kernel.
+# A process in the background, its output in $tmp/NAME.log; its pid in $! as for &.
 bg() { # NAME CMD...
 	local name=$1
 	shift
-	(renice -n 15 -p $BASHPID >/dev/null && "$@") >"$tmp/$name.log" 2>&1 </dev/null &
+	"$@" >"$tmp/$name.log" 2>&1 </dev/null &
+}
+
+# Traffic that keeps every vCPU busy would make each command of this script (a poll, an
+# rdma call) take seconds on the debug kernel: once it flows, it runs niced. Not before:
+# the script's polls would leave a niced program starting up no CPU, and a connection
+# whose accept starves fails at the MPA timeout.
+nice_traffic() {
+	# shellcheck disable=SC2046 # one pid a word
+	renice -n 15 -p $(ip netns pids "$RIW_NS0") $(ip netns pids "$RIW_NS1") >/dev/null
 }
 
 clients=()
 # The server side, then QPS rping clients and an ib_write_bw pair; returns once every
 # client has its QP and data flows.
 traffic_start() {
-	local i
+	local i est=/sys/class/infiniband/$cli_dev/ports/1/hw_counters/connections_established
+	local established
 	clients=()
 	rm -f "$tmp"/*.log
 	bg rping_server in1 rping -s -P -a "$SRV4" -p $PING_PORT -S 16384 -V
@@ -82,15 +90,18 @@ traffic_start() {
 	riw_poll 10 __riw_listening $BW_PORT || { echo "ib_write_bw server: no listener"; return 1; }
 	# ib_write_bw first: its server's accept (buffers, registration) is slow on a debug
 	# kernel, and slower with rping running; past the MPA timeout the connection fails.
+	read -r established <"$est"
 	bg bw_client in0 ib_write_bw -d "$cli_dev" -R -p $BW_PORT -D 600 -s 65536 "$SRV4"
 	riw_flowing "$cli_dev" 100 30 || { echo "ib_write_bw moves no data"; return 1; }
+	nice_traffic
 	for ((i = 0; i < qps; i++)); do
 		bg "rping_client$i" in0 rping -c -a "$SRV4" -p $PING_PORT -C 1000000 -S 16384 -V
 		clients+=("$!")
 	done
-	riw_poll 30 eval "[ \$(riw_qp_count $cli_dev) -ge $((qps + 1)) ]" ||
+	riw_poll 30 riw_counter_reached "$est" $((established + qps + 1)) ||
 		{ echo "not all clients connected: $(riw_qp_count "$cli_dev") QPs"; return 1; }
 	riw_flowing "$cli_dev" 200 30 || { echo "no data flows"; return 1; }
+	nice_traffic
 }
 
 show_logs() {
