@@ -34,8 +34,9 @@
 #                                    killed at exit if still running; its pid in RIW_BG_PID
 #   riw_wait PID SECONDS             wait for a riw_bg command, print its output as diagnostics;
 #                                    returns its status, 124 on timeout
-#   riw_poll SECONDS CMD [ARGS...]   retry CMD (a function too) every 0.2 s until it succeeds;
-#                                    returns 0, or 124 once SECONDS have passed
+#   riw_poll SECONDS CMD [ARGS...]   retry CMD (a function too) until it succeeds, pausing
+#                                    0.2 s or as long as CMD took; returns 0, or 124 once
+#                                    SECONDS have passed
 #   riw_sleep SECONDS                sleep (fractions too) without starting a process
 #   riw_counter_reached FILE N       the number in FILE (a counter in sysfs) is N or more
 #   riw_netns_setup                  two namespaces $RIW_NS0 and $RIW_NS1 joined by a veth pair:
@@ -327,11 +328,17 @@ riw_wait() {
 }
 
 riw_poll() {
-	local end=$((SECONDS + $1 * RIW_TIMEOUT_SCALE))
+	local end=$((SECONDS + $1 * RIW_TIMEOUT_SCALE)) t0 us
 	shift
-	until "$@"; do
+	while t0=${EPOCHREALTIME/./} && ! "$@"; do
 		[ $SECONDS -lt $end ] || return 124
-		riw_sleep 0.2
+		# 0.2 s, or as long as the look took if longer: a look that starts processes
+		# (seconds each on the debug kernel) takes at most half the CPU from what it
+		# waits for.
+		us=$((${EPOCHREALTIME/./} - t0))
+		((us >= 200000)) || us=200000
+		printf -v us %d.%06d $((us / 1000000)) $((us % 1000000))
+		riw_sleep "$us"
 	done
 }
 
