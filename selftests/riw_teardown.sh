@@ -69,11 +69,12 @@ bg() { # NAME CMD...
 
 # Traffic that keeps every vCPU busy would make each command of this script (a poll, an
 # rdma call) take seconds on the debug kernel: once it flows, it runs niced. Not before:
-# the script's polls would leave a niced program starting up no CPU, and a connection
-# whose accept starves fails at the MPA timeout.
-nice_traffic() {
-	# shellcheck disable=SC2046 # one pid a word
-	renice -n 15 -p $(ip netns pids "$RIW_NS0") $(ip netns pids "$RIW_NS1") >/dev/null
+# a program starting up or accepting next to niced busy traffic and the script's polls
+# gets little CPU, and a connection whose accept comes too late fails at the MPA
+# timeout. So ib_write_bw is niced once it flows, the rping server and its clients once
+# all are connected.
+nice_traffic() { # PID...
+	renice -n 15 -p "$@" >/dev/null
 }
 
 clients=()
@@ -93,7 +94,8 @@ traffic_start() {
 	read -r established <"$est"
 	bg bw_client in0 ib_write_bw -d "$cli_dev" -R -p $BW_PORT -D 600 -s 65536 "$SRV4"
 	riw_flowing "$cli_dev" 100 30 || { echo "ib_write_bw moves no data"; return 1; }
-	nice_traffic
+	# shellcheck disable=SC2046 # one pid a word
+	nice_traffic $(pgrep -x ib_write_bw)
 	for ((i = 0; i < qps; i++)); do
 		bg "rping_client$i" in0 rping -c -a "$SRV4" -p $PING_PORT -C 1000000 -S 16384 -V
 		clients+=("$!")
@@ -101,7 +103,8 @@ traffic_start() {
 	riw_poll 30 riw_counter_reached "$est" $((established + qps + 1)) ||
 		{ echo "not all clients connected: $(riw_qp_count "$cli_dev") QPs"; return 1; }
 	riw_flowing "$cli_dev" 200 30 || { echo "no data flows"; return 1; }
-	nice_traffic
+	# shellcheck disable=SC2046 # one pid a word
+	nice_traffic $(ip netns pids "$RIW_NS0") $(ip netns pids "$RIW_NS1")
 }
 
 show_logs() {
