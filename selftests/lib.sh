@@ -445,8 +445,8 @@ __riw_ns_empty() { # NS
 	[ -z "$(ip netns pids "$1")" ]
 }
 
-__riw_listening() { # PORT
-	[ -n "$(ss -N "$RIW_NS1" -Htln "sport = :$1")" ]
+__riw_listening() { # PORT [NS, default $RIW_NS1]
+	[ -n "$(ss -N "${2:-$RIW_NS1}" -Htln "sport = :$1")" ]
 }
 
 # Both commands must exit 0, else the status is the client's failure, or the server's; the
@@ -603,8 +603,7 @@ riw_ns0_rping() { # PORT
 	local port=$1 srv rc=0 st=0
 	in0 rping -s -a "$RIW_ADDR0" -p "$port" -C 10 -S 1000 -V &
 	srv=$!
-	riw_poll 10 eval "[ -n \"\$(ss -N \"\$RIW_NS0\" -Htln 'sport = :$port')\" ]" ||
-		echo "no listener"
+	riw_poll 10 __riw_listening "$port" "$RIW_NS0" || echo "no listener"
 	in0 rping -c -a "$RIW_ADDR0" -p "$port" -C 10 -S 1000 -V || rc=$?
 	if [ $rc -ne 0 ]; then
 		kill "$srv" 2>/dev/null
