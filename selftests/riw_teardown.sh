@@ -70,9 +70,11 @@ bg() { # NAME CMD...
 # Traffic that keeps every vCPU busy would make each command of this script (a poll, an
 # rdma call) take seconds on the debug kernel: once it flows, it runs niced. Not before:
 # a program starting up or accepting next to niced busy traffic and the script's polls
-# gets little CPU, and a connection whose accept comes too late fails at the MPA
-# timeout. So ib_write_bw is niced once it flows, the rping server and its clients once
-# all are connected.
+# gets little CPU, and a connection whose MPA exchange takes too long fails. So
+# ib_write_bw is niced once it flows, the rping server and its clients once all are
+# connected, and the clients connect one after another: the server accepts one at a
+# time, so the last of several connecting at once would wait for all the accepts before
+# its own.
 nice_traffic() { # PID...
 	renice -n 15 -p "$@" >/dev/null
 }
@@ -82,7 +84,7 @@ clients=()
 # client has its QP and data flows.
 traffic_start() {
 	local i est=/sys/class/infiniband/$cli_dev/ports/1/hw_counters/connections_established
-	local established
+	local established t0=$SECONDS t1
 	clients=()
 	rm -f "$tmp"/*.log
 	bg rping_server in1 rping -s -P -a "$SRV4" -p $PING_PORT -S 16384 -V
@@ -90,21 +92,23 @@ traffic_start() {
 	bg bw_server in1 ib_write_bw -d "$srv_dev" -R -p $BW_PORT -D 600 -s 65536
 	riw_poll 10 __riw_listening $BW_PORT || { echo "ib_write_bw server: no listener"; return 1; }
 	# ib_write_bw first: its server's accept (buffers, registration) is slow on a debug
-	# kernel, and slower with rping running; past the MPA timeout the connection fails.
-	read -r established <"$est"
+	# kernel, and slower with rping running.
 	bg bw_client in0 ib_write_bw -d "$cli_dev" -R -p $BW_PORT -D 600 -s 65536 "$SRV4"
 	riw_flowing "$cli_dev" 100 30 || { echo "ib_write_bw moves no data"; return 1; }
 	# shellcheck disable=SC2046 # one pid a word
 	nice_traffic $(pgrep -x ib_write_bw)
-	for ((i = 0; i < qps; i++)); do
+	t1=$SECONDS
+	read -r established <"$est"
+	for ((i = 1; i <= qps; i++)); do
 		bg "rping_client$i" in0 rping -c -a "$SRV4" -p $PING_PORT -C 1000000 -S 16384 -V
 		clients+=("$!")
+		riw_poll 30 riw_counter_reached "$est" $((established + i)) ||
+			{ echo "rping client $i of $qps did not connect"; return 1; }
 	done
-	riw_poll 30 riw_counter_reached "$est" $((established + qps + 1)) ||
-		{ echo "not all clients connected: $(riw_qp_count "$cli_dev") QPs"; return 1; }
 	riw_flowing "$cli_dev" 200 30 || { echo "no data flows"; return 1; }
 	# shellcheck disable=SC2046 # one pid a word
 	nice_traffic $(ip netns pids "$RIW_NS0") $(ip netns pids "$RIW_NS1")
+	echo "traffic up in $((SECONDS - t0)) s, the rping clients' part $((SECONDS - t1)) s"
 }
 
 show_logs() {
