@@ -145,7 +145,11 @@ riw_skip_all() {
 }
 
 riw_diag() {
-	sed -u 's/^/# /'
+	# A read loop rather than sed: no process to start (a second or so on the debug kernel).
+	local line
+	while IFS= read -r line || [ -n "$line" ]; do
+		printf '# %s\n' "$line"
+	done
 }
 
 # Cleanup stack. Each entry is a command line quoted for eval.
@@ -431,22 +435,55 @@ riw_pair_devices() { # SERVER_DEV CLIENT_DEV
 		"$RIW_DEV0 $RIW_ADDR0; timeout scale $RIW_TIMEOUT_SCALE"
 }
 
+# The processes in network namespace NS, as ip netns pids lists them, into the array
+# riw_pids. Shell builtins only: every process started costs a second or so on the debug
+# kernel, and pollers call this again and again.
+riw_ns_pids() { # NS
+	local d
+	riw_pids=()
+	for d in /proc/[0-9]*; do
+		[ "$d/ns/net" -ef "/run/netns/$1" ] && riw_pids+=("${d#/proc/}")
+	done
+	return 0
+}
+
 # Ends what still runs in namespace NS: a server that serves on, or one left behind.
 riw_ns_kill() { # NS
-	local pids
-	pids=$(ip netns pids "$1")
-	[ -n "$pids" ] || return 0
-	# shellcheck disable=SC2086 # one pid a word
-	kill $pids 2>/dev/null
-	riw_poll 2 __riw_ns_empty "$1" || kill -KILL $(ip netns pids "$1") 2>/dev/null
+	local riw_pids
+	riw_ns_pids "$1"
+	[ ${#riw_pids[@]} -gt 0 ] || return 0
+	kill "${riw_pids[@]}" 2>/dev/null
+	riw_poll 2 __riw_ns_empty "$1" && return 0
+	riw_ns_pids "$1"
+	[ ${#riw_pids[@]} -eq 0 ] || kill -KILL "${riw_pids[@]}" 2>/dev/null
 }
 
 __riw_ns_empty() { # NS
-	[ -z "$(ip netns pids "$1")" ]
+	local riw_pids
+	riw_ns_pids "$1"
+	[ ${#riw_pids[@]} -eq 0 ]
+}
+
+# Whether a TCP socket listens on PORT in namespace NS (empty: this shell's), read from
+# /proc/PID/net/tcp and tcp6 of a process there with builtins only, as riw_ns_pids.
+riw_tcp_listening() { # PORT [NS]
+	local hex f sl addr rem st rest riw_pids=(self)
+	printf -v hex '%04X' "$1"
+	if [ -n "${2:-}" ]; then
+		riw_ns_pids "$2"
+		[ ${#riw_pids[@]} -gt 0 ] || return 1
+	fi
+	for f in tcp tcp6; do
+		# "sl local_address rem_address st ...": the port in hex, LISTEN is state 0A.
+		while read -r sl addr rem st rest; do
+			[[ $st == 0A && ${addr##*:} == "$hex" ]] && return 0
+		done 2>/dev/null <"/proc/${riw_pids[0]}/net/$f"
+	done
+	return 1
 }
 
 __riw_listening() { # PORT [NS, default $RIW_NS1]
-	[ -n "$(ss -N "${2:-$RIW_NS1}" -Htln "sport = :$1")" ]
+	riw_tcp_listening "$1" "${2:-$RIW_NS1}"
 }
 
 # Both commands must exit 0, else the status is the client's failure, or the server's; the

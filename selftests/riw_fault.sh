@@ -138,7 +138,7 @@ mid_transfer() { # KIND PORT
 		ip netns exec "$RIW_NS0" rping -s -a "$RIW_ADDR0" -p $((port + t)) -S 4096 -V \
 			>/dev/null 2>&1 &
 		srv+=($!)
-		riw_poll 10 eval "[ -n \"\$(in0 ss -Htln 'sport = :$((port + t))')\" ]" || true
+		riw_poll 10 riw_tcp_listening $((port + t)) "$RIW_NS0" || true
 		ip netns exec "$RIW_NS0" rping -c -a "$RIW_ADDR0" -p $((port + t)) -S 4096 -V -v \
 			>"$tmp/ping$t.log" 2>&1 &
 		cli+=($!)

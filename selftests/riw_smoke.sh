@@ -35,9 +35,10 @@ else
 	exit "$KSFT_FAIL"
 fi
 
-# rping's port, 7174, is listened on by a kernel socket that ss lists like any other.
+# rping's port, 7174, is listened on by a kernel socket that /proc/net/tcp lists like any
+# other.
 server_listening() {
-	ip netns exec "$RIW_NS1" ss -Hltn 'sport = :7174' | grep -q .
+	riw_tcp_listening 7174 "$RIW_NS1"
 }
 riw_bg ip netns exec "$RIW_NS1" rping -s -a "$RIW_ADDR1" -C 10 -S 100 -V
 server=$RIW_BG_PID

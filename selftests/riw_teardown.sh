@@ -106,8 +106,11 @@ traffic_start() {
 			{ echo "rping client $i of $qps did not connect"; return 1; }
 	done
 	riw_flowing "$cli_dev" 200 30 || { echo "no data flows"; return 1; }
-	# shellcheck disable=SC2046 # one pid a word
-	nice_traffic $(ip netns pids "$RIW_NS0") $(ip netns pids "$RIW_NS1")
+	local all riw_pids
+	riw_ns_pids "$RIW_NS0"
+	all=("${riw_pids[@]}")
+	riw_ns_pids "$RIW_NS1"
+	nice_traffic "${all[@]}" "${riw_pids[@]}"
 	echo "traffic up in $((SECONDS - t0)) s, the rping clients' part $((SECONDS - t1)) s"
 }
 
@@ -144,8 +147,8 @@ teardown() { # KIND
 			riw_run 60 modprobe -r riw || { echo "rmmod riw failed"; rc=1; }
 			;;
 		kill_server)
-			# shellcheck disable=SC2046 # one pid a word
-			kill -KILL $(ip netns pids "$RIW_NS1") 2>/dev/null || true
+			riw_ns_pids "$RIW_NS1"
+			kill -KILL "${riw_pids[@]}" 2>/dev/null || true
 			;;
 		delete_server) riw_run 30 rdma link delete "$srv_dev" || rc=1 ;;
 		esac

@@ -164,7 +164,7 @@ peer_connects() { # PORT SECONDS CLIENT SERVER...
 	shift 3
 	riw_bg "$@"
 	pid=$RIW_BG_PID
-	riw_poll 20 eval "ss -Hltn 'sport = :$port' | grep -q ." || { riw_wait "$pid" 1; return 1; }
+	riw_poll 20 riw_tcp_listening "$port" || { riw_wait "$pid" 1; return 1; }
 	riw_peer "$client" || { riw_wait "$pid" 5; return 1; }
 	riw_wait "$pid" "$secs"
 }
