@@ -145,7 +145,7 @@ riw_skip_all() {
 }
 
 riw_diag() {
-	# A read loop rather than sed: no process to start (a second or so on the debug kernel).
+	# A read loop rather than sed: no process to start, which is slow on the debug kernel.
 	local line
 	while IFS= read -r line || [ -n "$line" ]; do
 		printf '# %s\n' "$line"
@@ -436,8 +436,8 @@ riw_pair_devices() { # SERVER_DEV CLIENT_DEV
 }
 
 # The processes in network namespace NS, as ip netns pids lists them, into the array
-# riw_pids. Shell builtins only: every process started costs a second or so on the debug
-# kernel, and pollers call this again and again.
+# riw_pids. Shell builtins only: starting a process is slow on the debug kernel, and
+# pollers call this again and again.
 riw_ns_pids() { # NS
 	local d
 	riw_pids=()
