@@ -698,9 +698,14 @@ static enum result t_garbage(void)
 		      "async error event for an object that was not corrupted");
 		ibv_ack_async_event(&ev);
 	}
-	n = drain(cc.cq, wc, 4);
+	/* Counted in the ring, not polled: the provider indexes its opcode and status tables
+	 * with a CQE's fields unchecked, and garbage reads past their ends (out of its
+	 * mapping, when nothing is mapped after it). */
+	n = 0;
+	for (unsigned i = 0; i < (cc.len - sizeof(struct siw_cq_ctrl)) / sizeof(struct siw_cqe); i++)
+		n += !!(cc.q[i].flags & SIW_WQE_VALID);
 	if (!got_event)
-		diag("no CQ_ERR/QP_FATAL event for the full garbage CQ; %d CQEs polled", n);
+		diag("no CQ_ERR/QP_FATAL event for the full garbage CQ; %d CQEs marked valid", n);
 	CHECK(got_event, "a CQ full of garbage: no async error (CQ_ERR or QP_FATAL)");
 
 	/* The bystander: same state, empty CQ, rings byte for byte, then its own flush. */
