@@ -41,8 +41,9 @@
 #   riw_counter_reached FILE N       the number in FILE (a counter in sysfs) is N or more
 #   riw_netns_setup                  two namespaces $RIW_NS0 and $RIW_NS1 joined by a veth pair:
 #                                    $RIW_DEV0 (veth0) $RIW_ADDR0 (192.0.2.1/24) in RIW_NS0,
-#                                    $RIW_DEV1 (veth1) $RIW_ADDR1 (192.0.2.2/24) in RIW_NS1;
-#                                    removed at exit
+#                                    $RIW_DEV1 (veth1) $RIW_ADDR1 (192.0.2.2/24) in RIW_NS1,
+#                                    and in each a sleeping process, $RIW_NS0_PID and
+#                                    $RIW_NS1_PID (not this shell's child); removed at exit
 #   riw_netns_cleanup                remove them now (idempotent)
 #   riw_pair_args [SERVER_DRIVER CLIENT_DRIVER]
 #                                    a server-client suite's arguments: riw or siw each
@@ -57,7 +58,14 @@
 #   riw_pair_run PORT SERVER_CMD... -- CLIENT_CMD...
 #                                    SERVER_CMD in namespace 1 and, once it listens on PORT,
 #                                    CLIENT_CMD in namespace 0; see its comment
-#   riw_ns_kill NS                   end what runs in namespace NS
+#   riw_ns_kill NS                   end what runs in namespace NS (its sleeping process
+#                                    aside)
+#   riw_ns_pids NS                   the processes in namespace NS, its sleeping process
+#                                    aside, into the array riw_pids
+#   riw_tcp_listening PORT [NS]      a TCP socket listens on PORT in namespace NS (default:
+#                                    this shell's)
+#   riw_tcp_connected PORT [NS]      a TCP socket of PORT in namespace NS is in a state
+#                                    other than LISTEN and TIME-WAIT
 #   riw_qp_count RDMA_DEV            the QPs of RDMA_DEV's port 1, as rdma res lists them
 #   riw_ns0_device DRIVER RDMA_DEV   DRIVER (riw or siw) loaded, riw_netns_setup, the device
 #                                    RDMA_DEV of DRIVER on $RIW_DEV0, all removed at exit, and
@@ -365,6 +373,17 @@ riw_netns_setup() {
 	riw_defer riw_netns_cleanup
 	ip netns add "$RIW_NS0"
 	ip netns add "$RIW_NS1"
+	# A process in each namespace for as long as it exists: riw_tcp_listening reads the
+	# namespace's sockets from its /proc/PID/net, where finding one of the namespace's
+	# processes would mean a look at every process. Started from a subshell, so that the
+	# scripts' plain "wait" does not wait for it.
+	RIW_NS0_PID=$(ip netns exec "$RIW_NS0" sleep infinity </dev/null >/dev/null 2>&1 & echo $!)
+	RIW_NS1_PID=$(ip netns exec "$RIW_NS1" sleep infinity </dev/null >/dev/null 2>&1 & echo $!)
+	export RIW_NS0_PID RIW_NS1_PID
+	# ip enters the namespace, then becomes the sleep.
+	riw_poll 10 eval '[ /proc/$RIW_NS0_PID/ns/net -ef /run/netns/$RIW_NS0 ] &&
+		[ /proc/$RIW_NS1_PID/ns/net -ef /run/netns/$RIW_NS1 ]' ||
+		echo "# the sleeping processes did not enter $RIW_NS0 and $RIW_NS1"
 	# Distinct interface indexes: siw listens on a wildcard address by binding the
 	# netdev's index in the listener's namespace, so with equal indexes a listener in one
 	# namespace collides with itself on the other namespace's siw device (EADDRINUSE).
@@ -403,6 +422,7 @@ riw_pair_setup() { # SERVER_DRIVER CLIENT_DRIVER
 }
 
 riw_netns_cleanup() {
+	kill "${RIW_NS0_PID:-}" "${RIW_NS1_PID:-}" 2>/dev/null || true
 	ip netns del "$RIW_NS0" 2>/dev/null || true
 	ip netns del "$RIW_NS1" 2>/dev/null || true
 }
@@ -436,13 +456,15 @@ riw_pair_devices() { # SERVER_DEV CLIENT_DEV
 }
 
 # The processes in network namespace NS, as ip netns pids lists them, into the array
-# riw_pids. Shell builtins only: starting a process is slow on the debug kernel, and
-# pollers call this again and again.
+# riw_pids, riw_netns_setup's sleeping ones aside. Shell builtins only: starting a process
+# is slow on the debug kernel, and pollers call this again and again.
 riw_ns_pids() { # NS
 	local d
 	riw_pids=()
 	for d in /proc/[0-9]*; do
-		[ "$d/ns/net" -ef "/run/netns/$1" ] && riw_pids+=("${d#/proc/}")
+		[ "$d/ns/net" -ef "/run/netns/$1" ] || continue
+		[ "${d#/proc/}" = "${RIW_NS0_PID:-}" ] || [ "${d#/proc/}" = "${RIW_NS1_PID:-}" ] ||
+			riw_pids+=("${d#/proc/}")
 	done
 	return 0
 }
@@ -465,18 +487,39 @@ __riw_ns_empty() { # NS
 }
 
 # Whether a TCP socket listens on PORT in namespace NS (empty: this shell's), read from
-# /proc/PID/net/tcp and tcp6 of a process there with builtins only, as riw_ns_pids.
+# /proc/PID/net/tcp and tcp6 of a process there with builtins only, as riw_ns_pids: the
+# namespace's sleeping process where riw_netns_setup made NS, else any found there.
 riw_tcp_listening() { # PORT [NS]
+	__riw_tcp_socket "$1" "${2:-}" listening
+}
+
+# Whether a TCP connection of PORT, local or remote, is in namespace NS (empty: this
+# shell's) in any state but LISTEN and TIME-WAIT, read as riw_tcp_listening does.
+riw_tcp_connected() { # PORT [NS]
+	__riw_tcp_socket "$1" "${2:-}" connected
+}
+
+__riw_tcp_socket() { # PORT NS listening|connected
 	local hex f sl addr rem st rest riw_pids=(self)
 	printf -v hex '%04X' "$1"
-	if [ -n "${2:-}" ]; then
+	case $2 in
+	'') ;;
+	"${RIW_NS0:-}") riw_pids=("$RIW_NS0_PID") ;;
+	"${RIW_NS1:-}") riw_pids=("$RIW_NS1_PID") ;;
+	*)
 		riw_ns_pids "$2"
 		[ ${#riw_pids[@]} -gt 0 ] || return 1
-	fi
+		;;
+	esac
 	for f in tcp tcp6; do
-		# "sl local_address rem_address st ...": the port in hex, LISTEN is state 0A.
+		# "sl local_address rem_address st ...": ports in hex; LISTEN is state 0A,
+		# TIME-WAIT 06.
 		while read -r sl addr rem st rest; do
-			[[ $st == 0A && ${addr##*:} == "$hex" ]] && return 0
+			if [ "$3" = listening ]; then
+				[[ $st == 0A && ${addr##*:} == "$hex" ]] && return 0
+			elif [[ $st != 0A && $st != 06 ]]; then
+				[[ ${addr##*:} == "$hex" || ${rem##*:} == "$hex" ]] && return 0
+			fi
 		done 2>/dev/null <"/proc/${riw_pids[0]}/net/$f"
 	done
 	return 1

@@ -104,26 +104,30 @@ xfail() { # DESC REASON: an expected failure, counted as a pass
 # No connection of port $1 left in the server's namespace (listeners and TIME-WAIT aside),
 # nor in the client's.
 no_sockets() {
-	local port=$1 n
-	n=$( { in1 ss -Htan "( sport = :$port or dport = :$port )"
-		in0 ss -Htan "( sport = :$port or dport = :$port )"; } |
-		grep -cv -e '^LISTEN' -e '^TIME-WAIT') || true
-	[ "$n" -eq 0 ]
+	! riw_tcp_connected "$1" "$RIW_NS1" && ! riw_tcp_connected "$1" "$RIW_NS0"
 }
 
 # `rdma resource show` counts of cm_id and qp for both devices are 0 (a listener's cm_ids
-# aside when $1 is given: that many may stay).
+# aside when $1 is given: that many may stay). cm_ids count on a device or, not bound to
+# one yet, of the TCP port space; QPs are the devices' RC ones.
 no_resources() {
-	local keep=${1:-0} ids qps
-	ids=$(rdma -j resource show cm_id 2>/dev/null | $py -c '
-import json, sys
-print(sum(1 for r in json.load(sys.stdin) if r.get("ifname") in ("'$srv_dev'", "'$cli_dev'")
-          or r.get("ps") == "TCP"))' 2>/dev/null || echo 0)
-	qps=$(rdma -j resource show qp 2>/dev/null | $py -c '
-import json, sys
-print(sum(1 for r in json.load(sys.stdin) if r.get("ifname") in ("'$srv_dev'", "'$cli_dev'")
-          and r.get("type") == "RC"))' 2>/dev/null || echo 0)
+	local keep=${1:-0} ids=0 qps=0 line
+	while read -r line; do
+		if on_devices "$line" || [[ $line =~ (^|\ )ps\ TCP(\ |$) ]]; then
+			ids=$((ids + 1))
+		fi
+	done < <(rdma resource show cm_id 2>/dev/null)
+	while read -r line; do
+		if on_devices "$line" && [[ $line =~ (^|\ )type\ RC(\ |$) ]]; then
+			qps=$((qps + 1))
+		fi
+	done < <(rdma resource show qp 2>/dev/null)
 	[ "$ids" -le "$keep" ] && [ "$qps" -eq 0 ]
+}
+
+# Whether a line of `rdma resource show` is about either device.
+on_devices() { # LINE
+	[[ $1 == *"link $srv_dev/"* || $1 == *"link $cli_dev/"* ]]
 }
 
 # ---- stock tools ----

@@ -183,11 +183,8 @@ riw_ns0_device riw "$dev"
 echo "# device $dev on $RIW_DEV0 $RIW_ADDR0, timeout scale $RIW_TIMEOUT_SCALE"
 
 # The kernel consumer, once per kind: it loads only if every check passed. Its rdma_cm
-# calls run in the namespace of a process left there.
-ip netns exec "$RIW_NS0" sleep infinity &
-ns_pid=$!
-riw_defer kill $ns_pid
-riw_poll 10 eval '[ "$(cat /proc/$ns_pid/comm)" = sleep ]' || echo "# no sleep in $RIW_NS0"
+# calls run in the namespace of riw_netns_setup's process there.
+ns_pid=$RIW_NS0_PID
 rcs=()
 for kind in "${KINDS[@]}"; do
 	faults "$kind"
