@@ -87,7 +87,7 @@ riw_defer under_riw fail_page_alloc off
 # and the application waiting for the event then waits for ever. "off" puts the defaults
 # back, which fail-nth obeys too.
 under_riw() { # KIND PERCENT TIMES | KIND off
-	local d=$dbg/$1 percent=$2 times=${3:-} range
+	local d=$dbg/$1 percent=$2 times=${3:-}
 	if [ "$percent" = off ]; then
 		echo 0 >"$d/probability"
 		echo 0 >"$d/require-start"
@@ -97,18 +97,8 @@ under_riw() { # KIND PERCENT TIMES | KIND off
 		echo 1 >"$d/times"
 		return
 	fi
-	# "require-start require-end reject-start reject-end"
-	range=$($py - <<-'EOF'
-		syms = [l.split() for l in open("/proc/kallsyms")]
-		text = sorted({int(s[0], 16) for s in syms if s[1] in "tT"})
-		riw = [int(s[0], 16) for s in syms if s[-1] == "[riw]" and s[1] in "tT"]
-		cb = [int(s[0], 16) for s in syms if s[2:] == ["ib_uverbs_comp_handler"]]
-		if riw and cb:
-		    print(min(riw), max(riw) + 65536, cb[0], min(x for x in text if x > cb[0]))
-		EOF
-	)
-	[ -n "$range" ] || return 1
-	set -- $range
+	[ -n "$text_ranges" ] || return 1
+	set -- $text_ranges
 	echo N >"$d/task-filter"
 	echo 32 >"$d/stacktrace-depth"
 	echo "$1" >"$d/require-start"
@@ -119,6 +109,23 @@ under_riw() { # KIND PERCENT TIMES | KIND off
 	echo 1 >"$d/interval"
 	echo "$times" >"$d/times"
 	echo "$percent" >"$d/probability"
+}
+
+# under_riw's text ranges, "require-start require-end reject-start reject-end", into
+# text_ranges: read once, before any traffic, as parsing kallsyms takes long on a busy
+# guest.
+text_ranges=
+find_text_ranges() {
+	[ -z "$text_ranges" ] || return 0
+	text_ranges=$($py - <<-'EOF'
+		syms = [l.split() for l in open("/proc/kallsyms")]
+		text = sorted({int(s[0], 16) for s in syms if s[1] in "tT"})
+		riw = [int(s[0], 16) for s in syms if s[-1] == "[riw]" and s[1] in "tT"]
+		cb = [int(s[0], 16) for s in syms if s[2:] == ["ib_uverbs_comp_handler"]]
+		if riw and cb:
+		    print(min(riw), max(riw) + 65536, cb[0], min(x for x in text if x > cb[0]))
+		EOF
+	)
 }
 
 pings() { grep -c "ping data" "$tmp/ping$1.log" || true; }
@@ -132,15 +139,17 @@ pings() { grep -c "ping data" "$tmp/ping$1.log" || true; }
 mid_transfer() { # KIND PORT
 	local kind=$1 port=$2 t times=20 left rc=0 t0=$SECONDS
 	local -a srv=() cli=() at=()
+	find_text_ranges
 	faults "$kind"
 	for t in 0 1; do
-		# Not in0 (a function, run in a subshell): $! is rping's own.
-		ip netns exec "$RIW_NS0" rping -s -a "$RIW_ADDR0" -p $((port + t)) -S 4096 -V \
-			>/dev/null 2>&1 &
+		# Not in0 (a function, run in a subshell): $! is rping's own. Niced: this
+		# script's looks at the pings come first, rping takes what they leave.
+		ip netns exec "$RIW_NS0" nice -n 15 rping -s -a "$RIW_ADDR0" -p $((port + t)) \
+			-S 4096 -V >/dev/null 2>&1 &
 		srv+=($!)
 		riw_poll 10 riw_tcp_listening $((port + t)) "$RIW_NS0" || true
-		ip netns exec "$RIW_NS0" rping -c -a "$RIW_ADDR0" -p $((port + t)) -S 4096 -V -v \
-			>"$tmp/ping$t.log" 2>&1 &
+		ip netns exec "$RIW_NS0" nice -n 15 rping -c -a "$RIW_ADDR0" -p $((port + t)) \
+			-S 4096 -V -v >"$tmp/ping$t.log" 2>&1 &
 		cli+=($!)
 	done
 	riw_poll 30 eval '[ $(pings 0) -ge 20 ] && [ $(pings 1) -ge 20 ]' ||

@@ -21,7 +21,6 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-py=/usr/bin/python3
 if [ -n "${RIW_LONG:-}" ]; then
 	: "${RIW_TEARDOWN_ROUNDS:=10}"
 else
@@ -40,77 +39,75 @@ riw_kmemleak_mark
 riw_pair_args riw riw
 riw_pair_devices tds0 tdc0
 
-# The QPs and cm_ids of the two devices (rdma_cm's listeners included).
+# No QP or cm_id (rdma_cm's listeners included) on either device; else prints them.
 no_objects() {
-	{ rdma -j resource show qp; echo; rdma -j resource show cm_id; } 2>/dev/null | $py -c '
-import json, sys
-n = sum(1 for doc in sys.stdin.read().split("\n") if doc.strip()
-        for r in json.loads(doc) if r.get("ifname") in ("'$srv_dev'", "'$cli_dev'"))
-print(n, "QPs and cm_ids on the devices")
-sys.exit(n != 0)'
+	local objs
+	objs=$({ rdma resource show qp; rdma resource show cm_id; } 2>/dev/null)
+	[[ $objs != *"link $srv_dev/"* && $objs != *"link $cli_dev/"* ]] && return 0
+	echo "$objs"
+	return 1
 }
 
 # Both devices there, their netdevs up, riw loaded.
 restore() {
-	lsmod | grep -q '^riw ' || modprobe riw
+	[ -d /sys/module/riw ] || modprobe riw
 	ip -n "$RIW_NS1" link set "$RIW_DEV1" up
-	rdma dev show "$srv_dev" >/dev/null 2>&1 ||
+	[ -e "/sys/class/infiniband/$srv_dev" ] ||
 		in1 rdma link add "$srv_dev" type riw netdev "$RIW_DEV1"
-	rdma dev show "$cli_dev" >/dev/null 2>&1 ||
+	[ -e "/sys/class/infiniband/$cli_dev" ] ||
 		in0 rdma link add "$cli_dev" type riw netdev "$RIW_DEV0"
 }
 
-# A process in the background, its output in $tmp/NAME.log; its pid in $! as for &.
-bg() { # NAME CMD...
-	local name=$1
-	shift
-	"$@" >"$tmp/$name.log" 2>&1 </dev/null &
+# CMD in namespace NS in the background, its output in $tmp/NAME.log, its pid (ip netns
+# exec becomes CMD, and nice becomes its command) in $! and added to traffic_pids: this
+# script ends its traffic by those pids, without a look through every process, which is
+# slow while the traffic runs.
+traffic_pids=()
+bg() { # NAME NS CMD...
+	local name=$1 ns=$2
+	shift 2
+	ip netns exec "$ns" "$@" >"$tmp/$name.log" 2>&1 </dev/null &
+	traffic_pids+=("$!")
 }
 
 # Traffic that keeps every vCPU busy would make each command of this script (a poll, an
-# rdma call) take seconds on the debug kernel: once it flows, it runs niced. Not before:
-# a program starting up or accepting next to niced busy traffic and the script's polls
-# gets little CPU, and a connection whose MPA exchange takes too long fails. So
-# ib_write_bw is niced once it flows, the rping server and its clients once all are
-# connected, and the clients connect one after another: the server accepts one at a
-# time, so the last of several connecting at once would wait for all the accepts before
-# its own.
-nice_traffic() { # PID...
-	renice -n 15 -p "$@" >/dev/null
-}
-
-clients=()
+# rdma call) take seconds on the debug kernel: it runs niced. ib_write_bw from its start,
+# as nothing else runs then. rping only once all its clients are connected: a program
+# starting up or accepting next to niced busy traffic and the script's polls gets little
+# CPU, and a connection whose MPA exchange takes too long fails. The clients connect one
+# after another: the server accepts one at a time, so the last of several connecting at
+# once would wait for all the accepts before its own.
+clients=() servers=()
 # The server side, then QPS rping clients and an ib_write_bw pair; returns once every
 # client has its QP and data flows.
 traffic_start() {
 	local i est=/sys/class/infiniband/$cli_dev/ports/1/hw_counters/connections_established
 	local established t0=$SECONDS t1
-	clients=()
+	clients=() servers=() traffic_pids=()
 	rm -f "$tmp"/*.log
-	bg rping_server in1 rping -s -P -a "$SRV4" -p $PING_PORT -S 16384 -V
+	bg rping_server "$RIW_NS1" rping -s -P -a "$SRV4" -p $PING_PORT -S 16384 -V
+	servers+=("$!")
 	riw_poll 10 __riw_listening $PING_PORT || { echo "rping server: no listener"; return 1; }
-	bg bw_server in1 ib_write_bw -d "$srv_dev" -R -p $BW_PORT -D 600 -s 65536
+	bg bw_server "$RIW_NS1" nice -n 15 ib_write_bw -d "$srv_dev" -R -p $BW_PORT -D 600 \
+		-s 65536
+	servers+=("$!")
 	riw_poll 10 __riw_listening $BW_PORT || { echo "ib_write_bw server: no listener"; return 1; }
 	# ib_write_bw first: its server's accept (buffers, registration) is slow on a debug
 	# kernel, and slower with rping running.
-	bg bw_client in0 ib_write_bw -d "$cli_dev" -R -p $BW_PORT -D 600 -s 65536 "$SRV4"
+	bg bw_client "$RIW_NS0" nice -n 15 ib_write_bw -d "$cli_dev" -R -p $BW_PORT -D 600 \
+		-s 65536 "$SRV4"
 	riw_flowing "$cli_dev" 100 30 || { echo "ib_write_bw moves no data"; return 1; }
-	# shellcheck disable=SC2046 # one pid a word
-	nice_traffic $(pgrep -x ib_write_bw)
 	t1=$SECONDS
 	read -r established <"$est"
 	for ((i = 1; i <= qps; i++)); do
-		bg "rping_client$i" in0 rping -c -a "$SRV4" -p $PING_PORT -C 1000000 -S 16384 -V
+		bg "rping_client$i" "$RIW_NS0" rping -c -a "$SRV4" -p $PING_PORT -C 1000000 \
+			-S 16384 -V
 		clients+=("$!")
 		riw_poll 30 riw_counter_reached "$est" $((established + i)) ||
 			{ echo "rping client $i of $qps did not connect"; return 1; }
 	done
 	riw_flowing "$cli_dev" 200 30 || { echo "no data flows"; return 1; }
-	local all riw_pids
-	riw_ns_pids "$RIW_NS0"
-	all=("${riw_pids[@]}")
-	riw_ns_pids "$RIW_NS1"
-	nice_traffic "${all[@]}" "${riw_pids[@]}"
+	renice -n 15 -p "${servers[0]}" "${clients[@]}" >/dev/null
 	echo "traffic up in $((SECONDS - t0)) s, the rping clients' part $((SECONDS - t1)) s"
 }
 
@@ -142,14 +139,13 @@ teardown() { # KIND
 			ip -n "$RIW_NS1" link set "$RIW_DEV1" up
 			;;
 		rmmod)
+			kill -KILL "${traffic_pids[@]}" 2>/dev/null || true
+			wait "${traffic_pids[@]}" 2>/dev/null || true
 			riw_ns_kill "$RIW_NS0"
 			riw_ns_kill "$RIW_NS1"
 			riw_run 60 modprobe -r riw || { echo "rmmod riw failed"; rc=1; }
 			;;
-		kill_server)
-			riw_ns_pids "$RIW_NS1"
-			kill -KILL "${riw_pids[@]}" 2>/dev/null || true
-			;;
+		kill_server) kill -KILL "${servers[@]}" 2>/dev/null || true ;;
 		delete_server) riw_run 30 rdma link delete "$srv_dev" || rc=1 ;;
 		esac
 		if [ $rc -eq 0 ] && [ "$kind" != link_flap ] &&
@@ -158,13 +154,14 @@ teardown() { # KIND
 			rc=1
 		fi
 	fi
+	kill -KILL "${traffic_pids[@]}" 2>/dev/null || true
+	wait
 	riw_ns_kill "$RIW_NS0"
 	riw_ns_kill "$RIW_NS1"
-	wait
 	[ $rc -eq 0 ] || show_logs
 	if ! riw_poll 30 no_objects >/dev/null; then
 		echo "QPs or cm_ids stay:"
-		rdma resource show
+		no_objects
 		rc=1
 	fi
 	restore || rc=1
