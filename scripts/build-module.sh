@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Build riw.ko (and the selftests' test module) out of tree against the cached kernel of
+# Build riw.ko (and the selftests' test modules and C programs) out of tree against the cached kernel of
 # VARIANT (building it if missing).
 # The sources are mirrored into a build directory beside that kernel, so build outputs
 # never land in the repository and the debug and release builds do not step on each other.
@@ -30,3 +30,11 @@ make -s -C "$kdir/linux" M="$bdir" "${RIW_KMAKE_FLAGS[@]}" -j"$(nproc)" \
 	KRUSTFLAGS="--remap-path-prefix=$bdir=$RIW_TOP" modules >&2
 # The kernel consumer the selftests load (selftests/kverbs).
 make -s -C "$kdir/linux" M="$bdir/selftests/kverbs" "${RIW_KMAKE_FLAGS[@]}" modules >&2
+# The selftests' C programs, built here for the guests, which compile slowly
+# (riw_build_prog in selftests/lib.sh uses these, or builds one itself when its source
+# differs). The same command as riw_build_prog's.
+for prog in cm/cm verbs/fault_nth verbs/verbs_raw; do
+	src=$bdir/selftests/$prog.c
+	[ "$bdir/selftests/$prog" -nt "$src" ] ||
+		gcc -O2 -Wall -pthread -o "$bdir/selftests/$prog" "$src" -lrdmacm -libverbs >&2
+done

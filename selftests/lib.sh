@@ -70,6 +70,9 @@
 #   riw_ns0_device DRIVER RDMA_DEV   DRIVER (riw or siw) loaded, riw_netns_setup, the device
 #                                    RDMA_DEV of DRIVER on $RIW_DEV0, all removed at exit, and
 #                                    in0 to run a command in $RIW_NS0
+#   riw_build_prog SOURCE OUT        the selftests' C program SOURCE (cm/cm.c, ...) into OUT:
+#                                    scripts/build-module.sh's build beside the guest's
+#                                    riw.ko, else gcc here; gcc's messages and status
 #   riw_ns0_rping PORT               rping -V, 10 iterations of 1000 bytes, server and client
 #                                    on riw_ns0_device's device ($RIW_ADDR0)
 #   riw_kmemleak_mark                remember what kmemleak reports now (nothing without
@@ -677,6 +680,22 @@ riw_ns0_device() { # DRIVER RDMA_DEV
 	in0() { ip netns exec "$RIW_NS0" "$@"; }
 	in0 rdma link add "$2" type "$1" netdev "$RIW_DEV0"
 	riw_defer rdma link delete "$2"
+}
+
+# scripts/build-module.sh builds the selftests' C programs beside riw.ko, with this same
+# command: where the guest was given that riw.ko (RIW_MODULES) and the program's source
+# there is this one, a copy of that build is taken; gcc on the debug guest is slow.
+riw_build_prog() { # SOURCE OUT
+	local m built=
+	for m in ${RIW_MODULES:-}; do
+		[ "${m##*/}" = riw.ko ] && built=${m%/*}/selftests/${1%.c}
+	done
+	if [ -n "$built" ] && [ "$built" -nt "${built%/*}/${1##*/}" ] &&
+		cmp -s "${built%/*}/${1##*/}" "$__riw_selftests/$1"; then
+		cp "$built" "$2"
+		return
+	fi
+	gcc -O2 -Wall -pthread -o "$2" "$__riw_selftests/$1" -lrdmacm -libverbs
 }
 
 riw_ns0_rping() { # PORT

@@ -15,7 +15,7 @@
 # Parts:
 #   stock tools   rdma_server/rdma_client, ucmatose (several connections, many messages,
 #                 IPv4 and IPv6) from rdmacm-utils
-#   cm/cm.c       C, librdmacm + libibverbs, built here with gcc into a temporary directory:
+#   cm/cm.c       C, librdmacm + libibverbs, as scripts/build-module.sh built it (else here):
 #                 listen (IPv4/IPv6, wildcard/specific, backlog, destroy), refusal, timeout,
 #                 reset, private data, reject, IRD/ORD, SEND variants, SRQ, CQ events, flush,
 #                 100 back-to-back connections; the data path: WRITE, READ and SEND of
@@ -56,7 +56,7 @@ ktap_print_header
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 cm=$tmp/cm
-cm_build=$(gcc -O2 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1) || cm=
+cm_build=$(riw_build_prog cm/cm.c "$cm" 2>&1) || cm=
 if [ -n "$cm" ]; then
 	mapfile -t cm_tests < <("$cm" list)
 else

@@ -51,7 +51,7 @@ modinfo riw_kfault_test >/dev/null 2>&1 ||
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 prog=$tmp/fault_nth
-prog_build=$(gcc -O2 -Wall -pthread -o "$prog" "$here/verbs/fault_nth.c" -lrdmacm -libverbs 2>&1) ||
+prog_build=$(riw_build_prog verbs/fault_nth.c "$prog" 2>&1) ||
 	prog=
 if [ -n "$prog" ]; then
 	mapfile -t names < <("$prog" --list)

@@ -56,8 +56,7 @@ files_empty() {
 riw_check "debugfs: both files empty with nothing open" 10 files_empty || true
 
 cm=$tmp/cm
-# -O1: the guest compiles slowly, and the tool only holds connections here.
-if ! gcc -O1 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs 2>&1 | riw_diag; then
+if ! riw_build_prog cm/cm.c "$cm" 2>&1 | riw_diag; then
 	cm=
 fi
 

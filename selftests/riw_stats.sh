@@ -169,7 +169,7 @@ fi
 # ---- a Terminate ----
 
 cm=$tmp/cm
-if gcc -O2 -Wall -pthread -o "$cm" "$here/cm/cm.c" -lrdmacm -libverbs >/dev/null 2>&1; then
+if riw_build_prog cm/cm.c "$cm" >/dev/null 2>&1; then
 	before_crc=$(counter sts0 crc_errors)
 	before_term=$(counter sts0 tx_terminates_mpa)
 	bad_crc() {

@@ -14,8 +14,8 @@
 # Parts:
 #   verbs/verbs.py      pyverbs: objects, 1,000-object loops, limits read from
 #                       ibv_query_device, invalid inputs, the iWARP QP state machine
-#   verbs/verbs_raw.c   C, built here with the host's gcc and libibverbs-dev into a temporary
-#                       directory: EBUSY on destroying objects in use, unknown handles as raw
+#   verbs/verbs_raw.c   C, as scripts/build-module.sh built it with the host's gcc and
+#                       libibverbs-dev (riw_build_prog, else built here): EBUSY on destroying objects in use, unknown handles as raw
 #                       uverbs commands, the rings found in /proc/self/maps and filled with
 #                       garbage, the doorbell rung (see the comment at its top)
 #   here                a process holding objects of every type is counted in
@@ -42,7 +42,7 @@ mapfile -t py_tests < <($py "$here/verbs/verbs.py" list)
 tmp=$(mktemp -d)
 riw_defer rm -rf "$tmp"
 raw=$tmp/verbs_raw
-raw_build=$(gcc -O2 -Wall -o "$raw" "$here/verbs/verbs_raw.c" -libverbs 2>&1) || raw=
+raw_build=$(riw_build_prog verbs/verbs_raw.c "$raw" 2>&1) || raw=
 if [ -n "$raw" ]; then
 	mapfile -t raw_tests < <("$raw" --list)
 else

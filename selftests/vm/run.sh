@@ -10,8 +10,9 @@
 #
 # The guest (QEMU, TCG) chroots into the host's / shared read-only over 9p, with tmpfs on /tmp,
 # /run, /var/tmp, /root and /lib/modules, and runs COMMAND in the repository's top directory
-# with RIW_KSRC (the guest kernel's source tree) and RIW_OUT (DIR) exported, and RIW_LONG
-# if it is set (make check-long). DIR is shared
+# with RIW_KSRC (the guest kernel's source tree), RIW_OUT (DIR) and RIW_MODULES (the
+# --module files' host paths, space-separated) exported, and RIW_LONG if it is set (make
+# check-long). DIR is shared
 # writable at the same path; it keeps console.log (the whole serial console), output.log
 # (COMMAND's output alone) and dmesg.log (the guest's kernel log at the end). Without --out,
 # DIR is a fresh temporary directory, removed when the run succeeds. --plugin loads a QEMU TCG
@@ -117,7 +118,7 @@ RIW_MODULES='${modules[*]}'
 RIW_NONCE='$nonce'
 EOF
 {
-	printf 'export RIW_KSRC=%q RIW_OUT=%q\n' "$ksrc" "$out"
+	printf 'export RIW_KSRC=%q RIW_OUT=%q RIW_MODULES=%q\n' "$ksrc" "$out" "${modules[*]}"
 	# make check-long: the suites' longer sweeps.
 	[ -z "${RIW_LONG:-}" ] || printf 'export RIW_LONG=%q\n' "$RIW_LONG"
 	printf 'exec'
