@@ -15,9 +15,7 @@ ktap_set_plan 1
 
 # kmemleak reports an object only when it is over 5 s old and unchanged since the previous
 # scan: scan twice, further apart than that.
-echo scan >$kmemleak
-sleep 6
-echo scan >$kmemleak
+riw_kmemleak_scan_twice
 report=$(cat $kmemleak)
 leaks=$(riw_kmemleak_addrs new <<<"$report")
 riw_kmemleak_note_known <(riw_kmemleak_addrs known <<<"$report") <(echo "$report") | riw_diag
