@@ -22,17 +22,9 @@ riw_defer modprobe -r riw_kconn_test
 echo 1 >/sys/module/riw/parameters/tx_zerocopy_min
 in0 rdma link add riw0 type riw netdev "$RIW_DEV0"
 in1 rdma link add riw1 type riw netdev "$RIW_DEV1"
-# A process in each namespace names it to the module. ip enters the namespace and then
-# execs sleep in the same process, so once it runs sleep it is in the namespace; before
-# that the module would find the initial one.
-ip netns exec "$RIW_NS0" sleep 600 &
-client_pid=$!
-ip netns exec "$RIW_NS1" sleep 600 &
-server_pid=$!
-riw_defer kill "$client_pid" "$server_pid"
-runs_sleep() { [ "$(cat "/proc/$1/comm" 2>/dev/null)" = sleep ]; }
-riw_poll 10 runs_sleep "$client_pid" && riw_poll 10 runs_sleep "$server_pid" ||
-	echo "# the namespaces' processes did not start"
+# riw_netns_setup's process in each namespace names it to the module.
+client_pid=$RIW_NS0_PID
+server_pid=$RIW_NS1_PID
 
 rc=0
 modprobe riw_kconn_test server_pid="$server_pid" client_pid="$client_pid" \
