@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Build riw.ko (and the selftests' test modules and C programs) out of tree against the cached kernel of
-# VARIANT (building it if missing).
+# Build riw.ko (and the selftests' test modules and C programs) out of tree against the
+# cached kernel of VARIANT (building it if missing).
 # The sources are mirrored into a build directory beside that kernel, so build outputs
 # never land in the repository and the debug and release builds do not step on each other.
 #

@@ -111,23 +111,6 @@ under_riw() { # KIND PERCENT TIMES | KIND off
 	echo "$percent" >"$d/probability"
 }
 
-# under_riw's text ranges, "require-start require-end reject-start reject-end", into
-# text_ranges: read once, before any traffic, as parsing kallsyms takes long on a busy
-# guest.
-text_ranges=
-find_text_ranges() {
-	[ -z "$text_ranges" ] || return 0
-	text_ranges=$($py - <<-'EOF'
-		syms = [l.split() for l in open("/proc/kallsyms")]
-		text = sorted({int(s[0], 16) for s in syms if s[1] in "tT"})
-		riw = [int(s[0], 16) for s in syms if s[-1] == "[riw]" and s[1] in "tT"]
-		cb = [int(s[0], 16) for s in syms if s[2:] == ["ib_uverbs_comp_handler"]]
-		if riw and cb:
-		    print(min(riw), max(riw) + 65536, cb[0], min(x for x in text if x > cb[0]))
-		EOF
-	)
-}
-
 pings() { grep -c "ping data" "$tmp/ping$1.log" || true; }
 
 # Allocations failing in the middle of transfers: two rping -V connections across the
@@ -139,7 +122,6 @@ pings() { grep -c "ping data" "$tmp/ping$1.log" || true; }
 mid_transfer() { # KIND PORT
 	local kind=$1 port=$2 t times=20 left rc=0 t0=$SECONDS
 	local -a srv=() cli=() at=()
-	find_text_ranges
 	faults "$kind"
 	for t in 0 1; do
 		# Not in0 (a function, run in a subshell): $! is rping's own. Niced: this
@@ -193,13 +175,13 @@ echo "# device $dev on $RIW_DEV0 $RIW_ADDR0, timeout scale $RIW_TIMEOUT_SCALE"
 
 # The kernel consumer, once per kind: it loads only if every check passed. Its rdma_cm
 # calls run in the namespace of riw_netns_setup's process there.
-ns_pid=$RIW_NS0_PID
 rcs=()
 for kind in "${KINDS[@]}"; do
 	faults "$kind"
 	rc=0
 	t0=$SECONDS
-	modprobe riw_kfault_test device=$dev label="$kind" netns_pid=$ns_pid addr="$RIW_ADDR0" ||
+	modprobe riw_kfault_test device=$dev label="$kind" netns_pid="$RIW_NS0_PID" \
+		addr="$RIW_ADDR0" ||
 		rc=$?
 	faults off
 	echo "# riw_kfault_test with $kind took $((SECONDS - t0)) s"
@@ -228,6 +210,17 @@ for kind in "${KINDS[@]}"; do
 	faults off
 done
 
+# under_riw's text ranges, "require-start require-end reject-start reject-end": read
+# before any traffic, as parsing kallsyms takes long on a busy guest.
+text_ranges=$($py - <<-'EOF'
+	syms = [l.split() for l in open("/proc/kallsyms")]
+	text = sorted({int(s[0], 16) for s in syms if s[1] in "tT"})
+	riw = [int(s[0], 16) for s in syms if s[-1] == "[riw]" and s[1] in "tT"]
+	cb = [int(s[0], 16) for s in syms if s[2:] == ["ib_uverbs_comp_handler"]]
+	if riw and cb:
+	    print(min(riw), max(riw) + 65536, cb[0], min(x for x in text if x > cb[0]))
+	EOF
+)
 port=7180
 for kind in "${KINDS[@]}"; do
 	mid_transfer "$kind" $port

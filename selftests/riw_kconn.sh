@@ -23,11 +23,9 @@ echo 1 >/sys/module/riw/parameters/tx_zerocopy_min
 in0 rdma link add riw0 type riw netdev "$RIW_DEV0"
 in1 rdma link add riw1 type riw netdev "$RIW_DEV1"
 # riw_netns_setup's process in each namespace names it to the module.
-client_pid=$RIW_NS0_PID
-server_pid=$RIW_NS1_PID
 
 rc=0
-modprobe riw_kconn_test server_pid="$server_pid" client_pid="$client_pid" \
+modprobe riw_kconn_test server_pid="$RIW_NS1_PID" client_pid="$RIW_NS0_PID" \
 	server_addr="$RIW_ADDR1" || rc=$?
 riw_kmod_results riw_kconn_test 2
 riw_result "riw_kconn_test loads (every check passed)" [ "$rc" -eq 0 ]
