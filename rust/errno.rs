@@ -30,4 +30,6 @@ errnos!(
     ETIMEDOUT,
     /// Message too long.
     EMSGSIZE,
+    /// Network is down.
+    ENETDOWN,
 );

@@ -8,7 +8,7 @@ use super::mpa::{mpa_config, Handshake, Read, RESPONDER_RTR};
 use crate::conn::{self, Connection, Ending, Host, Link, Parts, PeerName, Wake};
 use crate::device::RiwDevice;
 use crate::kernel_ext::defer::DeferKey;
-use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ETIMEDOUT};
+use crate::kernel_ext::errno::{ECONNREFUSED, ECONNRESET, EMSGSIZE, ENETDOWN, ETIMEDOUT};
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{
     CmEvent, CmEventKind, CmId, CmIdView, ConnParam, Device, DeviceRef, QpRef,
@@ -305,7 +305,13 @@ impl Endpoint {
             g.socket = Some(stream);
             g.phase = Phase::AwaitRequest;
         }
-        ep.kick();
+        // As in `connect`: a connection that reached a device whose link is down (over
+        // loopback) ends at once.
+        if listener.dev.netdev().is_some_and(|n| n.is_running()) {
+            ep.kick();
+        } else {
+            ep.abort();
+        }
         Ok(())
     }
 
@@ -324,6 +330,12 @@ impl Endpoint {
         // passive one's back.
         cm_id.set_provider_data(ep.id.load(Ordering::Relaxed) as usize);
         let result = (|| {
+            // Looked at once the endpoint is in the table, which a link going down walks
+            // after it has stopped: either that walk ends this endpoint or this sees it.
+            // Over loopback (both ends on this device) TCP would still connect.
+            if !netdev.is_running() {
+                return Err(ENETDOWN());
+            }
             let mut g = ep.inner.lock();
             let mut frame = [0u8; MPA_MAX_FRAME_LEN];
             let request = config.request(param.private_data);
