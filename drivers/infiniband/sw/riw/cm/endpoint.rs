@@ -326,9 +326,6 @@ impl Endpoint {
         let netdev = dev.netdev().ok_or(ENODEV)?;
         let config = mpa_config(param.ird, param.ord, params::peer_to_peer());
         let ep = Self::new(dev, None, config)?;
-        // Resource tracking finds the endpoint of an active id by this, as iw_cm hands a
-        // passive one's back.
-        cm_id.set_provider_data(ep.id.load(Ordering::Relaxed) as usize);
         let result = (|| {
             // Looked at once the endpoint is in the table, which a link going down walks
             // after it has stopped: either that walk ends this endpoint or this sees it.
@@ -344,6 +341,9 @@ impl Endpoint {
             g.remote = Some(remote);
             ep.trace_mpa(&g, &request, true);
             g.phase = Phase::Connecting;
+            // Resource tracking finds the endpoint of an active id by this, as iw_cm hands
+            // a passive one's back; `discard` takes it back.
+            cm_id.set_provider_data(ep.id.load(Ordering::Relaxed) as usize);
             g.cm_id = Some(cm_id);
             g.qp = Some(qp);
             // The socket's callbacks may run the work as soon as it exists: it waits
@@ -447,7 +447,9 @@ impl Endpoint {
     fn discard(self: &Arc<Self>) {
         let mut g = self.inner.lock();
         // iw_connect fails: no event, and the QP stays as it was.
-        g.cm_id = None;
+        if let Some(cm_id) = g.cm_id.take() {
+            forget_endpoint(&cm_id);
+        }
         g.qp = None;
         self.teardown(&mut g, true, 0, c_str!("connect failed"));
     }
