@@ -305,14 +305,20 @@ impl Endpoint {
             g.socket = Some(stream);
             g.phase = Phase::AwaitRequest;
         }
-        // As in `connect`: a connection that reached a device whose link is down (over
-        // loopback) ends at once.
-        if listener.dev.netdev().is_some_and(|n| n.is_running()) {
-            ep.kick();
-        } else {
+        if ep.link_down() {
             ep.abort();
+        } else {
+            ep.kick();
         }
         Ok(())
+    }
+
+    /// Whether the device's netdev is down, so that no connection may start: over loopback
+    /// (both ends on this device) TCP would still connect. Asked once the endpoint is in
+    /// the table, which a link going down walks after it has stopped: either that walk
+    /// ends the endpoint or this sees the link down.
+    fn link_down(&self) -> bool {
+        !self.dev.netdev().is_some_and(|n| n.is_running())
     }
 
     /// Starts an active connection (`iw_connect`).
@@ -327,10 +333,7 @@ impl Endpoint {
         let config = mpa_config(param.ird, param.ord, params::peer_to_peer());
         let ep = Self::new(dev, None, config)?;
         let result = (|| {
-            // Looked at once the endpoint is in the table, which a link going down walks
-            // after it has stopped: either that walk ends this endpoint or this sees it.
-            // Over loopback (both ends on this device) TCP would still connect.
-            if !netdev.is_running() {
+            if ep.link_down() {
                 return Err(ENETDOWN());
             }
             let mut g = ep.inner.lock();
