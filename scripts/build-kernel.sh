@@ -5,10 +5,11 @@ set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 
 variant=${1:?usage: build-kernel.sh release|debug}
+# The cache key covers the toolchain that install-deps.sh installs: installed first.
+"$RIW_TOP/scripts/install-deps.sh"
 dir=$(riw_kernel_dir "$variant")
 [ -e "$dir/built" ] && exit 0
 
-"$RIW_TOP/scripts/install-deps.sh"
 frags=("$RIW_TOP/selftests/config")
 [ "$variant" = debug ] && frags+=("$RIW_TOP/selftests/config.debug")
 
