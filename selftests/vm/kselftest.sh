@@ -5,22 +5,25 @@
 #
 #   selftests/vm/kselftest.sh [--variant debug|release] [--module FILE.ko]... [--filter REGEX]
 #                             [--timeout SECONDS] [--out DIR] [--smp N] [--pair]
+#                             [--env NAME=VALUE]...
 #
 # Prints the KTAP stream of selftests/run_kselftest.sh as the guest writes it (the kernel
 # console goes to OUT/console.log only), then one line "guest: N passed, N failed, N skipped"
 # counting the top-level results. --pair runs them in the first of two guests joined by a
-# link (selftests/vm/pair.sh), where the suites that need a peer guest find it. A run that did not complete (panic, timeout, no result, no
-# plan, fewer results than planned) counts as one more failed test.
+# link (selftests/vm/pair.sh), where the suites that need a peer guest find it. Each --env
+# sets a variable for the suites in the guest (e.g. a suite's round count). A run that did
+# not complete (panic, timeout, no result, no plan, fewer results than planned) counts as
+# one more failed test.
 # Exits 0 if nothing failed, else run.sh's status when the run itself failed (120-123, see
 # run.sh), else 1. Without --out, OUT is a temporary directory kept only after a failure.
 set -euo pipefail
 
 usage() {
-	sed -n '6,7s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+	sed -n '6,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 	exit 2
 }
 
-run_args=() filter=() out= keep_out=1 timeout=3600 runner=run.sh
+run_args=() filter=() env_args=() out= keep_out=1 timeout=3600 runner=run.sh
 while [ $# -gt 0 ]; do
 	case $1 in
 	--variant | --module | --smp) run_args+=("$1" "${2:?}"); shift 2 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
 	--pair) runner=pair.sh; shift ;;
+	--env) [[ ${2:?} == [A-Za-z_]*=* ]] || usage; env_args+=("$2"); shift 2 ;;
 	*) usage ;;
 	esac
 done
@@ -42,7 +46,7 @@ rm -f "$ktap"
 echo "# riw: guest console in $out/console.log" >&2
 here=$(dirname "${BASH_SOURCE[0]}")
 "$here/$runner" "${run_args[@]}" --timeout "$timeout" --out "$out" \
-	-- selftests/run_kselftest.sh "${filter[@]}" >/dev/null &
+	-- env "${env_args[@]}" selftests/run_kselftest.sh "${filter[@]}" >/dev/null &
 vm=$!
 tail -n +1 -F --pid=$vm "$ktap" 2>/dev/null &
 follower=$!
