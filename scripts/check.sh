@@ -68,6 +68,10 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	traffic_guest='riw_(cm|data|stats|resource)\.sh'
 	second_guest='riw_(cxgb4|compat|fuzz|fault|teardown)\.sh'
 	storage_guest='riw_(nvme|iser|smb|nfs)\.sh'
+	# make check-long's 100 rounds of each teardown (riw_teardown.sh) would take one guest
+	# hours: four guests of their own share them out, 25 rounds each, first of all.
+	teardown='riw_teardown\.sh' teardown_shares=()
+	[ -z "${RIW_LONG:-}" ] || teardown_shares=(25 25 25 25)
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own_first=() own_traffic=() own_second=() own_storage=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
@@ -75,7 +79,9 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		for re in "${with_siw[@]}" "$two_guests" '.*_(riw_siw|siw_riw)\.sh'; do
 			[[ $t =~ ^$re$ ]] && elsewhere=1
 		done
-		if [[ $t =~ ^$traffic_guest$ ]]; then
+		if [ ${#teardown_shares[@]} -gt 0 ] && [[ $t =~ ^$teardown$ ]]; then
+			continue
+		elif [[ $t =~ ^$traffic_guest$ ]]; then
 			own_traffic+=("$t")
 		elif [[ $t =~ ^$second_guest$ ]]; then
 			own_second+=("$t")
@@ -86,8 +92,14 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		fi
 	done
 	group() { echo "^($(IFS='|'; echo "$*"))\$"; }
-	# Longest first, so that the two running at a time end close together.
-	filters=("$(group "${own_second[@]}")" "$(group "${own_traffic[@]}")"
+	# Longest first, so that the two running at a time end close together. A guest's
+	# variables for its suites, if any, in guest_env under its index.
+	filters=() guest_env=()
+	for share in "${teardown_shares[@]}"; do
+		guest_env[${#filters[@]}]=RIW_TEARDOWN_ROUNDS=$share
+		filters+=("^$teardown\$")
+	done
+	filters+=("$(group "${own_second[@]}")" "$(group "${own_traffic[@]}")"
 		"$(group "${own_storage[@]}")" "$(group "${own_first[@]}")")
 	for ((i = ${#with_siw[@]} - 1; i >= 1; i--)); do filters+=("^${with_siw[i]}\$"); done
 	filters+=("^$two_guests\$" "^${with_siw[0]}\$") # the smoke test last, the shortest
@@ -95,14 +107,15 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# machine each then keeps a core, where guests of two vCPUs slowed each other down as
 	# much as running one after the other. The pair counts as one: its second guest mostly
 	# waits for commands. One that hangs is given up on long before CI's own limit, and the
-	# others still run. make check-long's guest of faults and teardowns runs ten
-	# rounds of teardowns and fuzzes the verbs 13 minutes longer: hours on a slow machine.
+	# others still run. make check-long's teardown guests and its fuzzer's 13 minutes more
+	# take hours on a slow machine.
 	slots=${RIW_GUESTS:-2}
 	guest_timeout=3000
 	[ -z "${RIW_LONG:-}" ] || guest_timeout=9000
 	guest_suite() { # INDEX
 		local filter=${filters[$1]} guest_args=(--smp 1) start=$SECONDS
 		[ "$filter" != "^$two_guests\$" ] || guest_args=(--pair)
+		[ -z "${guest_env[$1]:-}" ] || guest_args+=(--env "${guest_env[$1]}")
 		selftests/vm/kselftest.sh "${guest_args[@]}" --variant debug --timeout "$guest_timeout" \
 			--module "$(riw_module_dir debug)/riw.ko" \
 			--module "$(riw_module_dir debug)/selftests/kverbs/riw_kverbs_test.ko" \
@@ -114,12 +127,12 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# A finished guest's log, then its results; the summary below names what failed.
 	guest_results() { # INDEX
 		local glog=$log/guest-$1.log p f
-		echo "check: guest suite on the debug kernel: ${filters[$1]}"
+		echo "check: guest suite on the debug kernel: ${filters[$1]}${guest_env[$1]:+ (${guest_env[$1]})}"
 		cat "$glog"
 		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$glog")
 		pass "${p:-0}"
 		[ "${f:-1}" -eq 0 ] && return
-		fail "${f:-1}" "guest suite ${filters[$1]}"
+		fail "${f:-1}" "guest suite ${filters[$1]}${guest_env[$1]:+ (${guest_env[$1]})}"
 		# Its failed results, nested ones too, and the steps that ran out of time.
 		mapfile -t -O "${#failures[@]}" failures < <(sed -n \
 			-e 's/^# \(# \)*\(timed out after [0-9]* s: .\{0,60\}\).*/      \2/p' \
@@ -131,7 +144,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	next=0
 	while [ "$next" -lt "${#filters[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
 		if [ "$next" -lt "${#filters[@]}" ] && [ "${#running[@]}" -lt "$slots" ]; then
-			echo "check: guest suite started: ${filters[$next]}"
+			echo "check: guest suite started: ${filters[$next]}${guest_env[$next]:+ (${guest_env[$next]})}"
 			guest_suite "$next" &
 			running[$!]=$next
 			next=$((next + 1))

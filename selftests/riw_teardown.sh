@@ -16,13 +16,13 @@
 # back, and the next teardown's traffic connects. The EXIT trap fails the suite on any
 # splat, and kmemleak must find nothing leaked since the start.
 #
-# RIW_TEARDOWN_ROUNDS rounds of all five (default 1, 10 with RIW_LONG), RIW_TEARDOWN_QPS
-# rping clients (default 3).
+# RIW_TEARDOWN_ROUNDS rounds of all five (default 1, 100 with RIW_LONG; make check-long
+# shares its 100 out among several guests), RIW_TEARDOWN_QPS rping clients (default 3).
 set -eu
 . "$(dirname "$0")/lib.sh"
 
 if [ -n "${RIW_LONG:-}" ]; then
-	: "${RIW_TEARDOWN_ROUNDS:=10}"
+	: "${RIW_TEARDOWN_ROUNDS:=100}"
 else
 	: "${RIW_TEARDOWN_ROUNDS:=1}"
 fi
