@@ -111,7 +111,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# take hours on a slow machine.
 	slots=${RIW_GUESTS:-2}
 	guest_timeout=3000
-	[ -z "${RIW_LONG:-}" ] || guest_timeout=9000
+	[ -z "${RIW_LONG:-}" ] || guest_timeout=12000
 	guest_suite() { # INDEX
 		local filter=${filters[$1]} guest_args=(--smp 1) start=$SECONDS
 		[ "$filter" != "^$two_guests\$" ] || guest_args=(--pair)

@@ -42,7 +42,7 @@ cd "$base/riw"
 
 # make check-long's longest sweeps (riw_fuzz.sh's 900 s of verbs, a guest's share of
 # riw_teardown.sh's 100 rounds) may take a test up to the guest's own limit there (check.sh).
-[ -z "${RIW_LONG:-}" ] || export kselftest_override_timeout=8400
+[ -z "${RIW_LONG:-}" ] || export kselftest_override_timeout=11400
 
 set +eu # runner.sh is not written for errexit and nounset
 BASE_DIR=$base
