@@ -93,7 +93,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	done
 	group() { echo "^($(IFS='|'; echo "$*"))\$"; }
 	# Longest first, so that the two running at a time end close together. A guest's
-	# variables for its suites, if any, in guest_env under its index.
+	# variables for its suites, if any, in guest_env under its index; guest_name names it.
 	filters=() guest_env=()
 	for share in "${teardown_shares[@]}"; do
 		guest_env[${#filters[@]}]=RIW_TEARDOWN_ROUNDS=$share
@@ -103,6 +103,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		"$(group "${own_storage[@]}")" "$(group "${own_first[@]}")")
 	for ((i = ${#with_siw[@]} - 1; i >= 1; i--)); do filters+=("^${with_siw[i]}\$"); done
 	filters+=("^$two_guests\$" "^${with_siw[0]}\$") # the smoke test last, the shortest
+	guest_name() { echo "${filters[$1]}${guest_env[$1]:+ (${guest_env[$1]})}"; }
 	# Two guests of one vCPU each run at a time (RIW_GUESTS sets how many): on a 2-core
 	# machine each then keeps a core, where guests of two vCPUs slowed each other down as
 	# much as running one after the other. The pair counts as one: its second guest mostly
@@ -127,12 +128,12 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# A finished guest's log, then its results; the summary below names what failed.
 	guest_results() { # INDEX
 		local glog=$log/guest-$1.log p f
-		echo "check: guest suite on the debug kernel: ${filters[$1]}${guest_env[$1]:+ (${guest_env[$1]})}"
+		echo "check: guest suite on the debug kernel: $(guest_name "$1")"
 		cat "$glog"
 		read -r p f < <(sed -n 's/^guest: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$glog")
 		pass "${p:-0}"
 		[ "${f:-1}" -eq 0 ] && return
-		fail "${f:-1}" "guest suite ${filters[$1]}${guest_env[$1]:+ (${guest_env[$1]})}"
+		fail "${f:-1}" "guest suite $(guest_name "$1")"
 		# Its failed results, nested ones too, and the steps that ran out of time.
 		mapfile -t -O "${#failures[@]}" failures < <(sed -n \
 			-e 's/^# \(# \)*\(timed out after [0-9]* s: .\{0,60\}\).*/      \2/p' \
@@ -144,7 +145,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	next=0
 	while [ "$next" -lt "${#filters[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
 		if [ "$next" -lt "${#filters[@]}" ] && [ "${#running[@]}" -lt "$slots" ]; then
-			echo "check: guest suite started: ${filters[$next]}${guest_env[$next]:+ (${guest_env[$next]})}"
+			echo "check: guest suite started: $(guest_name "$next")"
 			guest_suite "$next" &
 			running[$!]=$next
 			next=$((next + 1))
