@@ -69,9 +69,9 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	second_guest='riw_(cxgb4|compat|fuzz|fault|teardown)\.sh'
 	storage_guest='riw_(nvme|iser|smb|nfs)\.sh'
 	# make check-long's 100 rounds of each teardown (riw_teardown.sh) would take one guest
-	# hours: four guests of their own share them out, 25 rounds each, first of all.
-	teardown='riw_teardown\.sh' teardown_shares=()
-	[ -z "${RIW_LONG:-}" ] || teardown_shares=(25 25 25 25)
+	# hours: four guests of their own share them out, first of all.
+	teardown='riw_teardown\.sh' teardown_guests=0
+	[ -z "${RIW_LONG:-}" ] || teardown_guests=4
 	mapfile -t suites < <(make -s --no-print-directory -C selftests emit_tests | sed 's/^riw://')
 	own_first=() own_traffic=() own_second=() own_storage=()
 	for t in "${suites[@]::${#suites[@]}-1}"; do # the last one (kmemleak) runs in every guest
@@ -79,7 +79,7 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 		for re in "${with_siw[@]}" "$two_guests" '.*_(riw_siw|siw_riw)\.sh'; do
 			[[ $t =~ ^$re$ ]] && elsewhere=1
 		done
-		if [ ${#teardown_shares[@]} -gt 0 ] && [[ $t =~ ^$teardown$ ]]; then
+		if [ "$teardown_guests" -gt 0 ] && [[ $t =~ ^$teardown$ ]]; then
 			continue
 		elif [[ $t =~ ^$traffic_guest$ ]]; then
 			own_traffic+=("$t")
@@ -95,8 +95,8 @@ if "$RIW_TOP/scripts/build-module.sh" debug; then
 	# Longest first, so that the two running at a time end close together. A guest's
 	# variables for its suites, if any, in guest_env under its index; guest_name names it.
 	filters=() guest_env=()
-	for share in "${teardown_shares[@]}"; do
-		guest_env[${#filters[@]}]=RIW_TEARDOWN_ROUNDS=$share
+	for ((i = 0; i < teardown_guests; i++)); do
+		guest_env[i]=RIW_TEARDOWN_ROUNDS=$((100 / teardown_guests))
 		filters+=("^$teardown\$")
 	done
 	filters+=("$(group "${own_second[@]}")" "$(group "${own_traffic[@]}")"
