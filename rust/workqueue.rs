@@ -85,6 +85,16 @@ fn work_cpu() -> c_int {
     }
 }
 
+/// Whether work queued now from this CPU with `DelayedWork::run_now` runs on another one,
+/// alongside the caller; false with one CPU online, where it runs only once the caller
+/// leaves the CPU.
+pub fn work_runs_elsewhere() -> bool {
+    // SAFETY: Reads this CPU's number; being moved meanwhile only makes the answer a
+    // less good one.
+    let this = unsafe { bindings::riw_raw_smp_processor_id() };
+    work_cpu() != this
+}
+
 /// The CPU for work handed over by a kernel consumer's call: this one if the caller is
 /// a work item or softirq (a ULP's completion handler, a target executing a command) and
 /// its work comes one piece at a time (`streaming` false), so that the work runs right

@@ -18,7 +18,7 @@ use crate::kernel_ext::socket::{
 };
 use crate::kernel_ext::sync::{new_spinlock_bh, SpinLockBh};
 use crate::kernel_ext::trace::{self, RtrKind};
-use crate::kernel_ext::workqueue::msecs_to_jiffies;
+use crate::kernel_ext::workqueue::{msecs_to_jiffies, work_runs_elsewhere};
 use crate::proto::Error as WireError;
 use crate::proto::{Negotiated, RtrMode, TermCause, Terminate};
 use crate::qp::RiwQp;
@@ -538,8 +538,11 @@ impl<H: Host> Connection<H> {
         match end {
             TxEnd::Idle => {
                 // The doorbell leaves a kept send queue slot to the work item, which hands
-                // it back (see `RiwQp::keeps_slot`).
-                if RiwQp::idle_needs_run(qp, wake != Wake::Doorbell, self.tx.is_idle()) {
+                // it back (see `RiwQp::keeps_slot`) while the program posts on. With no
+                // other CPU to run the work item, the program could not post meanwhile:
+                // the doorbell hands the slot back itself, saving two context switches.
+                let hand_back = wake != Wake::Doorbell || !work_runs_elsewhere();
+                if RiwQp::idle_needs_run(qp, hand_back, self.tx.is_idle()) {
                     H::kick(host);
                 }
                 if self.draining && self.tx.is_idle() && inbound.lock().reads.idle_or_wake_sender()
