@@ -67,9 +67,20 @@ impl Queue {
 /// queue), and bulk data placed there competes with its sender.
 #[inline]
 fn work_cpu() -> c_int {
-    // SAFETY: Reads this CPU's number; being moved to another CPU meanwhile only makes the
-    // choice below a less good one.
-    let this = unsafe { bindings::riw_raw_smp_processor_id() };
+    next_online_cpu(this_cpu())
+}
+
+/// This CPU's number; being moved to another CPU meanwhile only makes a choice made from it
+/// a less good one.
+#[inline]
+fn this_cpu() -> c_int {
+    // SAFETY: Reads this CPU's number, with no guarantee that it stays valid (see above).
+    unsafe { bindings::riw_raw_smp_processor_id() }
+}
+
+/// The next online CPU after `this` (wrapping around), `this` if none other is.
+#[inline]
+fn next_online_cpu(this: c_int) -> c_int {
     // SAFETY: Reads a global that is fixed after boot.
     let nr_cpu_ids = unsafe { bindings::riw_nr_cpu_ids() };
     // SAFETY: Searches the online mask from `this`, a valid CPU number.
@@ -89,10 +100,8 @@ fn work_cpu() -> c_int {
 /// alongside the caller; false with one CPU online, where it runs only once the caller
 /// leaves the CPU.
 pub fn work_runs_elsewhere() -> bool {
-    // SAFETY: Reads this CPU's number; being moved meanwhile only makes the answer a
-    // less good one.
-    let this = unsafe { bindings::riw_raw_smp_processor_id() };
-    work_cpu() != this
+    let this = this_cpu();
+    next_online_cpu(this) != this
 }
 
 /// The CPU for work handed over by a kernel consumer's call: this one if the caller is
@@ -105,9 +114,7 @@ fn caller_work_cpu(streaming: bool) -> c_int {
     // SAFETY: Reads the execution context.
     let from_engine = unsafe { !bindings::riw_in_task() || bindings::riw_current_is_kworker() };
     if from_engine && !streaming {
-        // SAFETY: Reads this CPU's number; being moved meanwhile only makes the choice a
-        // less good one.
-        unsafe { bindings::riw_raw_smp_processor_id() }
+        this_cpu()
     } else {
         work_cpu()
     }
