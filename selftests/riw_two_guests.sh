@@ -113,6 +113,31 @@ siw_left_unread() { # PORT
 		riw_peer "ss -Htn 'sport = :$1' | awk '\$2 > 0 { found = 1 } END { exit !found }'"
 }
 
+# CMD, run here, connects to a server of the kernel's (a storage target) on PORT in the peer.
+# The first command a ULP sends there can meet siw's race above, and then nothing answers it
+# until the ULP's own timeout fails the connect (nvme-rdma: 60 s). Seen as data left unread
+# in siw's socket for a second while CMD waits, that is said, and a CMD that failed runs
+# once more.
+connect_peer_server() { # PORT CMD...
+	local port=$1 pid raced= rc=0
+	shift
+	"$@" &
+	pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		if [ -z "$raced" ] && siw_left_unread "$port" && sleep 1 &&
+			siw_left_unread "$port"; then
+			raced=1
+			echo "siw left what came after its MPA reply unread (its accept race)"
+			both_states
+		fi
+		sleep 1
+	done
+	wait $pid || rc=$?
+	[ $rc -ne 0 ] && [ -n "$raced" ] || return $rc
+	echo "failed after siw's accept race: once more"
+	"$@"
+}
+
 # SERVER runs in the peer, CLIENT here once the server listens on PORT; both must succeed
 # within SECONDS. A client still running then is shown with both sides' state, and killed;
 # tried once more if siw's race above caused it.
@@ -193,8 +218,8 @@ block_io() { # DISK
 nvme_io() {
 	local blk
 	modprobe nvme-rdma || return
-	nvme connect -t rdma -a "$RIW_PEER" -s "$PORT" -n "$NQN" --nr-io-queues=2 \
-		--queue-size=32 || return
+	connect_peer_server "$PORT" nvme connect -t rdma -a "$RIW_PEER" -s "$PORT" -n "$NQN" \
+		--nr-io-queues=2 --queue-size=32 || return
 	riw_poll 30 nvme_blockdev || return
 	blk=$(nvme_blockdev)
 	echo "block device $blk"
@@ -213,7 +238,7 @@ iser_io() {
 # in, the same on the server, and read back over the wire; then umount, the cm_id gone.
 smb_io() {
 	local mnt=$tmp/mnt
-	smb_mount "$RIW_PEER" "$mnt" || return
+	connect_peer_server 5445 smb_mount "$RIW_PEER" "$mnt" || return
 	echo riw >"$mnt/created" && mv "$mnt/created" "$mnt/renamed" || return
 	mkdir "$mnt/dir" && [ "$(cat "$mnt/renamed")" = riw ] || return
 	[ "$(riw_peer "ls $SHARE")" = "$(printf 'dir\nrenamed')" ] || return
@@ -270,7 +295,7 @@ for i in "${!PAIRINGS[@]}"; do
 	if [[ $storage == *" nvme "* ]]; then
 		riw_check "$with: nvmet-rdma listens in the peer" 60 riw_peer \
 			". selftests/nvmet.sh && nvmet_up $NQN $RIW_PEER $PORT /tmp/nvmet.img 64" || true
-		riw_check "$with: nvme-rdma here: $IO_MB MiB read back, fio verify, disconnect" 120 \
+		riw_check "$with: nvme-rdma here: $IO_MB MiB read back, fio verify, disconnect" 200 \
 			nvme_io || true
 		riw_peer ". selftests/nvmet.sh; nvmet_down $NQN" || true
 	fi
