@@ -117,6 +117,7 @@ def in_client(cmd):
 
 
 def devices(srv_drv, cli_drv):
+    devices.up = f"{srv_drv} serving, {cli_drv} the client"
     sh(in_server(f"rdma link add bs0 type {srv_drv} netdev {NETDEVS[0]}"))
     sh(in_client(f"rdma link add bc0 type {cli_drv} netdev {NETDEVS[1]}"))
 
@@ -134,7 +135,7 @@ def listening(port):
 
 def pair(port, server, client, timeout=120):
     """Runs server on the server's side, then, once it listens on port, client on the
-    client's; the client's output."""
+    client's; the client's output (the server's is in pair.server_out)."""
     srv = subprocess.Popen(in_server(server), shell=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     end = time.monotonic() + 10
@@ -147,10 +148,10 @@ def pair(port, server, client, timeout=120):
     except subprocess.TimeoutExpired:
         out = ""
     try:
-        srv.wait(timeout=10)
+        pair.server_out = srv.communicate(timeout=10)[0]
     except subprocess.TimeoutExpired:
         srv.kill()
-        srv.wait()
+        pair.server_out = srv.communicate()[0]
     return out
 
 
@@ -175,7 +176,8 @@ def perftest(tool, size, tries=2, iters=None):
     if tries > 1 and ("Can't produce a report" in out or "Connection refused" in out
                       or "RDMA_CM_EVENT_REJECTED" in out):
         return perftest(tool, size, tries - 1, iters)
-    sys.stderr.write(f"bench: {tool} {size} B failed:\n{out}\n")
+    sys.stderr.write(f"bench: {tool} {size} B failed ({devices.up}); the client:\n{out}\n"
+                     f"the server:\n{pair.server_out}\n")
     return None
 
 
