@@ -135,7 +135,7 @@ def listening(port):
 
 def pair(port, server, client, timeout=120):
     """Runs server on the server's side, then, once it listens on port, client on the
-    client's; the client's output (the server's is in pair.server_out)."""
+    client's; the client's output and the server's."""
     srv = subprocess.Popen(in_server(server), shell=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     end = time.monotonic() + 10
@@ -148,11 +148,11 @@ def pair(port, server, client, timeout=120):
     except subprocess.TimeoutExpired:
         out = ""
     try:
-        pair.server_out = srv.communicate(timeout=10)[0]
+        server_out = srv.communicate(timeout=10)[0]
     except subprocess.TimeoutExpired:
         srv.kill()
-        pair.server_out = srv.communicate()[0]
-    return out
+        server_out = srv.communicate()[0]
+    return out, server_out
 
 
 def perftest(tool, size, tries=2, iters=None):
@@ -163,8 +163,8 @@ def perftest(tool, size, tries=2, iters=None):
     if iters is None:
         iters = ITERS_BW if tool.endswith("_bw") else ITERS_LAT
     opts = f"-R -p {port} -s {size} -n {iters} -F"
-    out = pair(port, f"timeout 120 {tool} -d bs0 {opts}",
-               f"timeout 120 {tool} -d bc0 {opts} {SRV}")
+    out, server_out = pair(port, f"timeout 120 {tool} -d bs0 {opts}",
+                           f"timeout 120 {tool} -d bc0 {opts} {SRV}")
     for line in out.splitlines():
         f = line.split()
         if len(f) >= 5 and re.fullmatch(r"\d+", f[0]) and f[0] == str(size):
@@ -177,7 +177,7 @@ def perftest(tool, size, tries=2, iters=None):
                       or "RDMA_CM_EVENT_REJECTED" in out):
         return perftest(tool, size, tries - 1, iters)
     sys.stderr.write(f"bench: {tool} {size} B failed ({devices.up}); the client:\n{out}\n"
-                     f"the server:\n{pair.server_out}\n")
+                     f"the server:\n{server_out}\n")
     return None
 
 
@@ -192,8 +192,8 @@ def matrix():
 def iperf3():
     global port
     port += 1
-    out = pair(port, f"timeout 60 iperf3 -s -1 -B {SRV} -p {port}",
-               f"timeout 60 iperf3 -c {SRV} -p {port} -t 5 -J")
+    out, _ = pair(port, f"timeout 60 iperf3 -s -1 -B {SRV} -p {port}",
+                  f"timeout 60 iperf3 -c {SRV} -p {port} -t 5 -J")
     try:
         bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
         return bps / 8 / 2**20
