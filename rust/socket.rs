@@ -991,6 +991,124 @@ unsafe fn released<O: ZeroCopyOwner>(owner: *mut c_void, token: u64, copied: boo
     O::released(owner, token, copied);
 }
 
+/// Physically contiguous pages that a sender builds frames in and hands to TCP by
+/// reference (`TcpStream::send_spliced`), so that TCP does not copy them again. Bytes
+/// handed to TCP are sealed: TCP may read them until it drops its page references, so
+/// they stay as they are until the whole buffer reopens, which it does only once nobody
+/// else holds its pages. Bytes past the sealed ones are the sender's to write.
+pub struct FrameBuffer {
+    /// The head page of a compound allocation of `PAGE_SIZE << order` bytes in the
+    /// direct map, of which the buffer holds one reference.
+    page: NonNull<bindings::page>,
+    /// Its address in the direct map (not highmem: the allocation does not ask for it).
+    addr: NonNull<u8>,
+    order: u32,
+    /// Bytes `..sealed` may be referenced by TCP.
+    sealed: usize,
+}
+
+// SAFETY: The buffer owns a page reference and memory not tied to any thread; its bytes
+// are written only through `&mut self`.
+unsafe impl Send for FrameBuffer {}
+// SAFETY: `&self` only reads.
+unsafe impl Sync for FrameBuffer {}
+
+impl FrameBuffer {
+    /// The largest buffer (two pages more than the largest FPDU over loopback); larger
+    /// allocations fail too often without sleeping.
+    pub const MAX_LEN: usize = PAGE_SIZE << 5;
+
+    /// A buffer of at least `len` bytes, at most `MAX_LEN`, allocated without sleeping.
+    pub fn new(len: usize) -> Result<Self> {
+        if len == 0 || len > Self::MAX_LEN {
+            return Err(EINVAL);
+        }
+        let order = len.div_ceil(PAGE_SIZE).next_power_of_two().trailing_zeros();
+        // SAFETY: An order of at most 5; the allocation does not sleep.
+        let page = unsafe { bindings::riw_alloc_frame_pages(order) };
+        let page = NonNull::new(page).ok_or(ENOMEM)?;
+        // SAFETY: A page just allocated, of the direct map.
+        let addr = unsafe { bindings::riw_page_address(page.as_ptr()) };
+        let Some(addr) = NonNull::new(addr.cast()) else {
+            // SAFETY: The allocation's only reference, not used again.
+            unsafe { bindings::riw_put_page(page.as_ptr()) };
+            return Err(ENOMEM);
+        };
+        Ok(Self {
+            page,
+            addr,
+            order,
+            sealed: 0,
+        })
+    }
+
+    /// Its size in bytes.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        PAGE_SIZE << self.order
+    }
+
+    fn base(&self) -> *mut u8 {
+        self.addr.as_ptr()
+    }
+
+    /// Bytes `range` of the buffer, to read.
+    #[inline(always)]
+    pub fn get(&self, range: core::ops::Range<usize>) -> Option<&[u8]> {
+        if range.start > range.end || range.end > self.len() {
+            return None;
+        }
+        // SAFETY: Within the allocation, which the buffer keeps; sealed bytes do not
+        // change, the others only through `&mut self`, which this borrow excludes.
+        Some(unsafe { core::slice::from_raw_parts(self.base().add(range.start), range.len()) })
+    }
+
+    /// The bytes from `from` to the end, to write; `None` if any of them is sealed.
+    #[inline(always)]
+    pub fn open_mut(&mut self, from: usize) -> Option<&mut [u8]> {
+        if from < self.sealed || from > self.len() {
+            return None;
+        }
+        // SAFETY: Within the allocation; nobody else reads bytes past the sealed ones (TCP
+        // is handed sealed bytes only), and `&mut self` excludes other borrows.
+        Some(unsafe { core::slice::from_raw_parts_mut(self.base().add(from), self.len() - from) })
+    }
+
+    /// Whether no byte of the buffer is sealed: all of it is the sender's to write.
+    #[inline(always)]
+    pub fn is_open(&self) -> bool {
+        self.sealed == 0
+    }
+
+    /// Whether the whole buffer is open again: nobody else holds its pages (TCP dropped
+    /// every reference it took), so nobody reads its sealed bytes any more.
+    pub fn reopen(&mut self) -> bool {
+        if self.is_open() {
+            return true;
+        }
+        // SAFETY: The buffer's page, which it keeps referenced.
+        if unsafe { bindings::riw_page_count(self.page.as_ptr()) } != 1 {
+            return false;
+        }
+        // Writes that follow stay behind the last holder's reads, which came before it
+        // dropped its reference.
+        core::sync::atomic::fence(Ordering::Acquire);
+        self.sealed = 0;
+        true
+    }
+
+    fn seal(&mut self, end: usize) {
+        self.sealed = self.sealed.max(end);
+    }
+}
+
+impl Drop for FrameBuffer {
+    fn drop(&mut self) {
+        // SAFETY: The buffer's own reference; TCP's keep the pages while it reads them.
+        unsafe { bindings::riw_put_page(self.page.as_ptr()) };
+    }
+}
+
 /// A TCP connection socket, optionally with a handler of type `H` attached.
 pub struct TcpStream<H: SocketHandler> {
     // Dropped after `binding` is uninstalled (see `Drop`).
@@ -1203,6 +1321,68 @@ impl<H: SocketHandler> TcpStream<H> {
         };
         // SAFETY: `msg` is a source of `bytes` bytes of referenced pages, spliced only if
         // `sendpage_ok()` let TCP reference them all.
+        unsafe { self.sendmsg(&mut msg, bytes) }
+    }
+
+    /// Hands bytes `range` of `buf` to TCP by reference, without blocking; returns how many
+    /// it took (EAGAIN if none). The range is sealed first (see `FrameBuffer`): TCP reads
+    /// it until it drops the references it takes, on a retransmission or when a local
+    /// receiver copies it out, so those bytes do not change again until the buffer
+    /// reopens.
+    pub fn send_spliced(
+        &self,
+        buf: &mut FrameBuffer,
+        range: core::ops::Range<usize>,
+        more: bool,
+    ) -> Result<usize> {
+        const PAGES: usize = FrameBuffer::MAX_LEN / PAGE_SIZE;
+        if range.is_empty() || range.end > buf.len() {
+            return Err(EINVAL);
+        }
+        buf.seal(range.end);
+        let mut vecs = [const { MaybeUninit::<kernel::bindings::bio_vec>::uninit() }; PAGES];
+        let (mut at, mut count) = (range.start, 0);
+        for vec in vecs.iter_mut() {
+            if at == range.end {
+                break;
+            }
+            let offset = at % PAGE_SIZE;
+            let len = (PAGE_SIZE - offset).min(range.end - at);
+            // SAFETY: `at` is within the buffer's allocation, in the direct map.
+            let page = unsafe { bindings::riw_virt_to_page(buf.base().add(at).cast()) };
+            // bvec_set_page(): `len` bytes from `offset`, within the page.
+            vec.write(kernel::bindings::bio_vec {
+                bv_page: page.cast(),
+                bv_len: len as c_uint,
+                bv_offset: offset as c_uint,
+            });
+            at += len;
+            count += 1;
+        }
+        // All of the range: it lies within the buffer, of at most `PAGES` pages.
+        let bytes = at - range.start;
+        let mut msg = kernel::bindings::msghdr {
+            msg_flags: MSG_DONTWAIT
+                | MSG_NOSIGNAL
+                | MSG_SPLICE_PAGES
+                | if more { MSG_MORE } else { 0 },
+            ..Default::default()
+        };
+        // SAFETY: The first `count` entries are written, `bytes` bytes in all, of pages
+        // the buffer keeps referenced for the call; TCP reads them (a source) and takes
+        // its own references for what it keeps; `vecs` outlives `msg`.
+        unsafe {
+            kernel::bindings::iov_iter_bvec(
+                &mut msg.msg_iter,
+                kernel::bindings::ITER_SOURCE,
+                vecs.as_ptr().cast(),
+                count as _,
+                bytes,
+            )
+        };
+        // SAFETY: `msg` is a source of `bytes` bytes of pages from the page allocator
+        // (`sendpage_ok()`), which TCP may reference: sealed, they stay as they are while
+        // it does.
         unsafe { self.sendmsg(&mut msg, bytes) }
     }
 

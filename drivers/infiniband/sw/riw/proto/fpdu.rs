@@ -211,6 +211,7 @@ impl<C: Crc32c> FpduWriter<C> {
 
     /// As [`FpduWriter::begin`] for the header of `segment` of a message whose headers
     /// are `template` (see [`Segmenter`]).
+    #[inline(always)]
     pub fn begin_segment(
         template: &FpduHeader,
         segment: &Segment,
