@@ -221,6 +221,8 @@ struct Frame {
     splices: bool,
     base: usize,
     plain: KVVec<u8>,
+    /// Bytes handed to TCP by reference since the last count (`Stat::TxSplicedBytes`).
+    spliced: u64,
     /// The FPDU being handed to the socket, frame bytes `..head`, then, if the payload
     /// goes zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
     /// frame bytes `head..len` (its trailer). `sent` counts what went, in that order.
@@ -402,7 +404,9 @@ impl Frame {
         };
         let range = self.base + from..self.base + to;
         if to - from >= SPLICE_MIN_BYTES {
-            sock.send_spliced(buffer, range, more)
+            let n = sock.send_spliced(buffer, range, more)?;
+            self.spliced += n as u64;
+            Ok(n)
         } else {
             sock.send(buffer.get(range).ok_or(EINVAL)?, more)
         }
@@ -425,6 +429,7 @@ impl Sender {
                 splices: segments > 1,
                 base: 0,
                 plain,
+                spliced: 0,
                 head: 0,
                 len: 0,
                 zero_copy_len: 0,
@@ -581,6 +586,10 @@ impl Sender {
                     Ok(true) => {
                         if let Some(work) = self.out.unreported.take() {
                             self.finished(cx, work);
+                        }
+                        if self.out.spliced != 0 {
+                            dev.stats.add(Stat::TxSplicedBytes, self.out.spliced);
+                            self.out.spliced = 0;
                         }
                         // The message's regions are no longer needed: released off its path.
                         if self.msg.message.is_none() && self.out.ticket.is_none() {
