@@ -1386,10 +1386,9 @@ impl<H: SocketHandler> TcpStream<H> {
         }
         // All of the range: it lies within the buffer, of at most `PAGES` pages.
         let bytes = at - range.start;
-        // SAFETY: The first `count` entries are written, `bytes` bytes in all, of pages
-        // the buffer keeps referenced for the call: pages from the page allocator
-        // (`sendpage_ok()`), which TCP may reference; sealed, they stay as they are while
-        // it does.
+        // SAFETY: `count` entries written, `bytes` bytes of the buffer's referenced pages
+        // (page allocator: `sendpage_ok()`), sealed: they stay as they are while TCP
+        // holds them.
         unsafe { self.send_bvecs(&vecs, count, bytes, more, true) }
     }
 
