@@ -200,6 +200,7 @@ const TCP_NEW_SYN_RECV: i32 = 12;
 const MSG_DONTWAIT: c_uint = kernel::bindings::MSG_DONTWAIT;
 const MSG_NOSIGNAL: c_uint = kernel::bindings::MSG_NOSIGNAL;
 const MSG_MORE: c_uint = kernel::bindings::MSG_MORE;
+const MSG_EOR: c_uint = kernel::bindings::MSG_EOR;
 const MSG_ZEROCOPY: c_uint = kernel::bindings::MSG_ZEROCOPY;
 const MSG_SPLICE_PAGES: c_uint = kernel::bindings::MSG_SPLICE_PAGES;
 
@@ -1225,8 +1226,20 @@ impl<H: SocketHandler> TcpStream<H> {
     /// Sends what fits of `buf` without blocking; `more`: more data follows at once.
     /// Returns the bytes taken (EAGAIN if none fit).
     pub fn send(&self, buf: &[u8], more: bool) -> Result<usize> {
+        self.send_copied(buf, if more { MSG_MORE } else { 0 })
+    }
+
+    /// As `send`, for bytes that end a record (`MSG_EOR`): once TCP took all of them, it
+    /// adds no later bytes to the buffer they end, so the next record starts a segment of
+    /// its own. Taken in part, the rest goes on in the same buffer, as with `send`.
+    pub fn send_record_end(&self, buf: &[u8], more: bool) -> Result<usize> {
+        self.send_copied(buf, MSG_EOR | if more { MSG_MORE } else { 0 })
+    }
+
+    #[inline(always)]
+    fn send_copied(&self, buf: &[u8], flags: c_uint) -> Result<usize> {
         let mut msg = kernel::bindings::msghdr {
-            msg_flags: MSG_DONTWAIT | MSG_NOSIGNAL | if more { MSG_MORE } else { 0 },
+            msg_flags: MSG_DONTWAIT | MSG_NOSIGNAL | flags,
             ..Default::default()
         };
         let iov = kernel::bindings::kvec {

@@ -219,6 +219,11 @@ struct Frame {
     /// slots ran out ends early in a short segment, after which FPDUs sized to one
     /// segment would no longer start one.
     splices: bool,
+    /// Every FPDU starts a TCP segment: toward a peer that did not agree to FPDUs of
+    /// several segments. The bytes that end an FPDU then end a record to TCP, which
+    /// would otherwise add the next FPDU to a segment it has not sent yet (one that waits
+    /// for the congestion window, or for the device to take the one before).
+    aligned: bool,
     base: usize,
     plain: KVVec<u8>,
     /// Bytes handed to TCP by reference since the last count (`Stat::TxSplicedBytes`).
@@ -390,7 +395,8 @@ impl Frame {
     }
 
     /// Hands frame bytes `from..to` to the socket: by reference from a frame buffer if
-    /// there are enough of them to be worth it, else copied by TCP.
+    /// there are enough of them to be worth it, else copied by TCP. `fpdu_end`: they end
+    /// an FPDU.
     #[inline(always)]
     fn send<H: SocketHandler>(
         &mut self,
@@ -398,9 +404,15 @@ impl Frame {
         from: usize,
         to: usize,
         more: bool,
+        fpdu_end: bool,
     ) -> Result<usize> {
         let Some(buffer) = self.buffer.as_mut() else {
-            return sock.send(self.plain.get(from..to).ok_or(EINVAL)?, more);
+            let bytes = self.plain.get(from..to).ok_or(EINVAL)?;
+            return if fpdu_end && self.aligned {
+                sock.send_record_end(bytes, more)
+            } else {
+                sock.send(bytes, more)
+            };
         };
         let range = self.base + from..self.base + to;
         if to - from >= SPLICE_MIN_BYTES {
@@ -427,6 +439,7 @@ impl Sender {
             out: Frame {
                 buffer: None,
                 splices: segments > 1,
+                aligned: segments == 1,
                 base: 0,
                 plain,
                 spliced: 0,
@@ -514,14 +527,14 @@ impl Sender {
                 return Ok(true);
             } else if self.out.sent < self.out.head {
                 let (from, to) = (self.out.sent, self.out.head);
-                self.out.send(sock, from, to, more || to < total)
+                self.out.send(sock, from, to, more || to < total, to == total)
             } else if self.out.sent < payload_end {
                 let done = self.out.sent - self.out.head;
                 self.send_payload(sock, done, self.out.zero_copy_len - done)
             } else {
                 let at = self.out.sent - self.out.zero_copy_len;
                 let len = self.out.len;
-                self.out.send(sock, at, len, more)
+                self.out.send(sock, at, len, more, true)
             };
             match sent {
                 Ok(n) => self.out.sent += n,
