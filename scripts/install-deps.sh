@@ -10,7 +10,7 @@ debs=(
 	rsync make flex bison bc libelf-dev libssl-dev cpio kmod pahole
 	qemu-system-x86 busybox-static
 	iproute2 rdma-core ibverbs-utils rdmacm-utils perftest python3-pyverbs
-	iperf3 nvme-cli fio tcpdump linux-perf qperf libfabric-bin
+	iperf3 nvme-cli fio tcpdump ethtool linux-perf qperf libfabric-bin
 	nfs-kernel-server nfs-common rpcbind targetcli-fb open-iscsi dbus-daemon ksmbd-tools cifs-utils
 	gcc libc6-dev libibverbs-dev librdmacm-dev
 )

@@ -24,6 +24,13 @@
 # every FPDU riw sent) and NAME_mss (every FPDU riw sent fits the connection's MSS: no longer
 # on the wire than one TCP segment, as toward any peer that did not agree to more).
 # RIW_LONG (make check-long) adds runs of more sizes.
+#
+#   aligned_*    what riw sends toward any peer that did not agree to FPDUs of several
+#                segments, under load: riw to riw with fpdu_segments=1 (a riw device added
+#                on the peer's end), ib_write_bw (the client's Writes) and ib_read_bw (the
+#                server's Read Responses) of 64 KiB, captured on veth0 with segmentation
+#                offloads off; each TCP segment must start and end an FPDU
+#                (cm/fpdu_align.py), also when TCP still held the last one unsent
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -62,7 +69,8 @@ riw_defer rm -rf "$tmp"
 # start: the tree is read-only.
 peer=(env PYTHONPATH="$here/cm" PYTHONPYCACHEPREFIX="$tmp/pycache" "$py" -m cxgb4_peer)
 mapfile -t all_checks < <(printf '%s\n' "${RUNS[@]}" | "${peer[@]}" list)
-ktap_set_plan $((${#all_checks[@]} + 1))
+ALIGNED=(write read)
+ktap_set_plan $((${#all_checks[@]} + ${#ALIGNED[@]} + 1))
 
 riw_pair_setup riw riw
 in0 rdma link add "$dev" type riw netdev "$RIW_DEV0"
@@ -97,6 +105,43 @@ for r in "${RUNS[@]}"; do
 	riw_run_part 60 cxgb4 checks "${cmd[@]}"
 done
 restore_p2p
+
+# Streams of one-segment FPDUs, each TCP segment of them captured as it leaves.
+SEGMENTS=/sys/module/riw/parameters/fpdu_segments
+segments_default=$(cat "$SEGMENTS")
+restore_segments() { echo "$segments_default" >"$SEGMENTS"; }
+riw_defer restore_segments
+echo 1 >"$SEGMENTS"
+ip netns exec "$RIW_NS1" rdma link add cy0 type riw netdev "$RIW_DEV1"
+riw_defer rdma link delete cy0
+in0 ethtool -K "$RIW_DEV0" tso off gso off
+ip netns exec "$RIW_NS1" ethtool -K "$RIW_DEV1" tso off gso off
+aligned_stream() { # TOOL PORT SENDER_ADDR
+	local tool=$1 port=$2 sender=$3 lim=$((30 * RIW_TIMEOUT_SCALE)) dump rc=0
+	local opts=(-R -p "$port" -s 65536 -n 100)
+	# Not through in0: $! is then tcpdump itself (ip execs it), which the signal must reach.
+	ip netns exec "$RIW_NS0" tcpdump -q -i "$RIW_DEV0" -s 0 -B 32768 -w "$tmp/aligned.pcap" \
+		tcp port "$port" 2>"$tmp/tcpdump.log" &
+	dump=$!
+	riw_poll 10 grep -q listening "$tmp/tcpdump.log" || echo "tcpdump did not start"
+	ip netns exec "$RIW_NS1" timeout "$lim" "$tool" -d cy0 "${opts[@]}" >"$tmp/srv.log" 2>&1 &
+	riw_poll 10 riw_tcp_listening "$port" "$RIW_NS1" || echo "nothing listens on $port"
+	in0 timeout "$lim" "$tool" -d "$dev" "${opts[@]}" $PEER4 || rc=$?
+	wait $! || rc=$?
+	kill -INT "$dump"
+	wait "$dump" || true
+	cat "$tmp/tcpdump.log"
+	[ $rc -eq 0 ] || { cat "$tmp/srv.log"; return 1; }
+	(cd "$here/cm" && PYTHONPYCACHEPREFIX="$tmp/pycache" $py -m fpdu_align \
+		"$tmp/aligned.pcap" "$sender")
+}
+riw_check "aligned_write: each TCP segment of riw's 64 KiB Writes holds whole FPDUs" 60 \
+	aligned_stream ib_write_bw 7821 $RIW4 || true
+riw_check "aligned_read: each TCP segment of riw's 64 KiB Read Responses holds whole FPDUs" \
+	60 aligned_stream ib_read_bw 7822 $PEER4 || true
+in0 ethtool -K "$RIW_DEV0" tso on gso on
+ip netns exec "$RIW_NS1" ethtool -K "$RIW_DEV1" tso on gso on
+restore_segments
 
 # No QP or rdma_cm id of riw's device, and no connection socket in its namespace
 # (listeners and TIME-WAIT aside).
