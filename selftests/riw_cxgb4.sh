@@ -69,8 +69,8 @@ riw_defer rm -rf "$tmp"
 # start: the tree is read-only.
 peer=(env PYTHONPATH="$here/cm" PYTHONPYCACHEPREFIX="$tmp/pycache" "$py" -m cxgb4_peer)
 mapfile -t all_checks < <(printf '%s\n' "${RUNS[@]}" | "${peer[@]}" list)
-ALIGNED=(write read)
-ktap_set_plan $((${#all_checks[@]} + ${#ALIGNED[@]} + 1))
+# The peer's checks, aligned_write and aligned_read, nothing_left.
+ktap_set_plan $((${#all_checks[@]} + 3))
 
 riw_pair_setup riw riw
 in0 rdma link add "$dev" type riw netdev "$RIW_DEV0"

@@ -218,12 +218,10 @@ struct Frame {
     /// Spliced bytes take a fragment slot of TCP's buffer per page, and a buffer whose
     /// slots ran out ends early in a short segment, after which FPDUs sized to one
     /// segment would no longer start one.
+    /// Where it is false, every FPDU starts a TCP segment: the bytes that end an FPDU
+    /// end a record to TCP, which would otherwise add the next FPDU to a segment it has
+    /// not sent yet (one that waits for the congestion window, or for the device).
     splices: bool,
-    /// Every FPDU starts a TCP segment: toward a peer that did not agree to FPDUs of
-    /// several segments. The bytes that end an FPDU then end a record to TCP, which
-    /// would otherwise add the next FPDU to a segment it has not sent yet (one that waits
-    /// for the congestion window, or for the device to take the one before).
-    aligned: bool,
     base: usize,
     plain: KVVec<u8>,
     /// Bytes handed to TCP by reference since the last count (`Stat::TxSplicedBytes`).
@@ -408,7 +406,7 @@ impl Frame {
     ) -> Result<usize> {
         let Some(buffer) = self.buffer.as_mut() else {
             let bytes = self.plain.get(from..to).ok_or(EINVAL)?;
-            return if fpdu_end && self.aligned {
+            return if fpdu_end && !self.splices {
                 sock.send_record_end(bytes, more)
             } else {
                 sock.send(bytes, more)
@@ -439,7 +437,6 @@ impl Sender {
             out: Frame {
                 buffer: None,
                 splices: segments > 1,
-                aligned: segments == 1,
                 base: 0,
                 plain,
                 spliced: 0,
