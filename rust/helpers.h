@@ -68,9 +68,6 @@ struct page *riw_virt_to_page(const void *addr);
 void riw_get_page(struct page *page);
 void riw_put_page(struct page *page);
 bool riw_sendpage_ok(struct page *page);
-struct page *riw_alloc_frame_pages(unsigned int order);
-void *riw_page_address(struct page *page);
-int riw_page_count(struct page *page);
 
 /* helpers/netdevice.c */
 struct net_device *riw_netdev_notifier_info_to_dev(void *info);

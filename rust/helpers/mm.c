@@ -38,18 +38,3 @@ bool riw_sendpage_ok(struct page *page)
 {
 	return sendpage_ok(page);
 }
-
-struct page *riw_alloc_frame_pages(unsigned int order)
-{
-	return alloc_pages(GFP_NOWAIT | __GFP_COMP | __GFP_NOWARN, order);
-}
-
-void *riw_page_address(struct page *page)
-{
-	return page_address(page);
-}
-
-int riw_page_count(struct page *page)
-{
-	return page_count(page);
-}

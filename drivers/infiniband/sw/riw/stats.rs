@@ -85,9 +85,6 @@ counters! {
     ZeroCopySends = "zero_copy_sends";
     /// Zero-copy messages from user memory whose pages the stack copied anyway.
     ZeroCopyFallbacks = "zero_copy_fallbacks";
-    /// Frame bytes handed to TCP as references to riw's frame buffers, which TCP then
-    /// did not copy.
-    TxSplicedBytes = "tx_spliced_bytes";
     /// Peer accesses refused: invalid STag, rights, bounds, STag of another stream.
     AccessViolations = "access_violations";
     /// Untagged placement refused: no receive posted, bad MSN or offset, too long.

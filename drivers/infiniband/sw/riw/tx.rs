@@ -16,9 +16,7 @@ use crate::crc::KernelCrc32c;
 use crate::device::RiwDevice;
 use crate::kernel_ext::params;
 use crate::kernel_ext::rdma::{access, Device, KernelPieces, Qp, UserMemory};
-use crate::kernel_ext::socket::{
-    FrameBuffer, SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket,
-};
+use crate::kernel_ext::socket::{SocketHandler, TcpStream, ZeroCopyOwner, ZeroCopyTicket};
 use crate::kernel_ext::trace;
 use crate::kernel_ext::uapi::{SqeExt, INLINE_AREA};
 use crate::limits::MAX_MSG_SIZE;
@@ -49,9 +47,6 @@ const TX_BATCH_BYTES: usize = 16384;
 /// TCP segments an FPDU may span toward a peer that agreed to larger FPDUs in the MPA
 /// exchange (about 16 KiB over a 1500-byte MTU).
 const LARGE_FPDU_SEGMENTS: u32 = 11;
-
-/// The smallest run of frame bytes handed to TCP by reference rather than copied by it.
-const SPLICE_MIN_BYTES: usize = 1024;
 
 /// How a send run ended.
 pub(crate) enum TxEnd {
@@ -209,28 +204,17 @@ pub(crate) struct Sender {
 
 /// The frame being handed to the socket, and the work it completes.
 struct Frame {
-    /// The frame buffer, whose bytes go to TCP by reference: a frame is built in it from
-    /// `base` on, behind the frames before it. Once it is full, it starts over if TCP
-    /// holds none of it any more, else it is left to TCP and a new one is taken. With
-    /// none to be had, frames are built in `plain`, which TCP copies.
-    buffer: Option<FrameBuffer>,
-    /// Whether frames may go by reference: only where FPDUs may span several segments.
-    /// Spliced bytes take a fragment slot of TCP's buffer per page, and a buffer whose
-    /// slots ran out ends early in a short segment, after which FPDUs sized to one
-    /// segment would no longer start one.
-    /// Where it is false, every FPDU starts a TCP segment: the bytes that end an FPDU
-    /// end a record to TCP, which would otherwise add the next FPDU to a segment it has
-    /// not sent yet (one that waits for the congestion window, or for the device).
-    splices: bool,
-    base: usize,
-    plain: KVVec<u8>,
-    /// Bytes handed to TCP by reference since the last count (`Stat::TxSplicedBytes`).
-    spliced: u64,
-    /// The FPDU being handed to the socket, frame bytes `..head`, then, if the payload
-    /// goes zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
-    /// frame bytes `head..len` (its trailer). `sent` counts what went, in that order.
-    /// Copied FPDUs of one message are framed one after the other, up to the buffer's
-    /// size, before they go (`head` is then `len`).
+    /// Every FPDU starts a TCP segment: toward a peer that did not agree to FPDUs of
+    /// several segments. The bytes that end an FPDU then end a record to TCP, which
+    /// would otherwise add the next FPDU to a segment it has not sent yet (one that waits
+    /// for the congestion window, or for the device to take the one before).
+    aligned: bool,
+    /// The FPDU being handed to the socket: `buf[..head]`, then, if the payload goes
+    /// zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
+    /// `buf[head..len]` (its trailer). `sent` counts what went, in that order. Copied
+    /// FPDUs of one message are framed one after the other, up to the buffer's size,
+    /// before they go (`head` is then `len`). TCP copies the frame bytes.
+    buf: KVVec<u8>,
     head: usize,
     len: usize,
     zero_copy_len: usize,
@@ -337,88 +321,21 @@ impl Frame {
         self.sent = 0;
     }
 
-    /// Places a new frame whose first FPDU takes up to `need` bytes, the last frame gone:
-    /// at the start of the frame buffer if TCP was handed none of it by reference, else
-    /// behind the last frame if there is room, else at the start of the buffer again if
-    /// TCP holds none of it any more, or of a new one that holds FPDUs of `max_frame`
-    /// bytes; in the plain buffer if there is none.
-    #[inline(always)]
-    fn place(&mut self, need: usize, max_frame: usize) {
-        match &self.buffer {
-            Some(buffer) if buffer.is_open() => self.base = 0,
-            None if !self.splices => self.base = 0,
-            _ => self.place_further(need, max_frame),
-        }
-    }
-
-    /// `place`, past the start of a buffer TCP was handed some of.
-    fn place_further(&mut self, need: usize, max_frame: usize) {
-        let end = self.base + self.len;
-        self.base = 0;
-        if let Some(buffer) = self.buffer.as_mut() {
-            if buffer.len() - end.min(buffer.len()) >= need {
-                self.base = end;
-                return;
-            }
-            if buffer.reopen() {
-                return;
-            }
-        }
-        // TCP frees the pages of the buffer it holds once it is done with them.
-        let size = self.plain.len().min(FrameBuffer::MAX_LEN);
-        self.buffer = if size >= max_frame {
-            FrameBuffer::new(size).ok()
-        } else {
-            None
-        };
-    }
-
-    /// Frame bytes from `from` to the end of its buffer, to write.
-    #[inline(always)]
-    fn room(&mut self, from: usize) -> Result<&mut [u8]> {
-        match self.buffer.as_mut() {
-            Some(buffer) => buffer.open_mut(self.base + from),
-            None => self.plain.get_mut(from..),
-        }
-        .ok_or(EINVAL)
-    }
-
-    /// How many bytes the frame may take.
-    #[inline(always)]
-    fn capacity(&self) -> usize {
-        match self.buffer.as_ref() {
-            Some(buffer) => buffer.len().saturating_sub(self.base),
-            None => self.plain.len(),
-        }
-    }
-
-    /// Hands frame bytes `from..to` to the socket: by reference from a frame buffer if
-    /// there are enough of them to be worth it, else copied by TCP. `fpdu_end`: they end
-    /// an FPDU.
+    /// Hands frame bytes `from..to` to the socket. `fpdu_end`: they end an FPDU.
     #[inline(always)]
     fn send<H: SocketHandler>(
-        &mut self,
+        &self,
         sock: &TcpStream<H>,
         from: usize,
         to: usize,
         more: bool,
         fpdu_end: bool,
     ) -> Result<usize> {
-        let Some(buffer) = self.buffer.as_mut() else {
-            let bytes = self.plain.get(from..to).ok_or(EINVAL)?;
-            return if fpdu_end && !self.splices {
-                sock.send_record_end(bytes, more)
-            } else {
-                sock.send(bytes, more)
-            };
-        };
-        let range = self.base + from..self.base + to;
-        if to - from >= SPLICE_MIN_BYTES {
-            let n = sock.send_spliced(buffer, range, more)?;
-            self.spliced += n as u64;
-            Ok(n)
+        let bytes = self.buf.get(from..to).ok_or(EINVAL)?;
+        if fpdu_end && self.aligned {
+            sock.send_record_end(bytes, more)
         } else {
-            sock.send(buffer.get(range).ok_or(EINVAL)?, more)
+            sock.send(bytes, more)
         }
     }
 }
@@ -432,14 +349,11 @@ impl Sender {
             params::fpdu_segments().unwrap_or(if large_fpdus { LARGE_FPDU_SEGMENTS } else { 1 });
         let max_ulpdu = max_ulpdu_for_mss(mss.max(128).saturating_mul(segments));
         let max_frame = MAX_FRAME_HEADER_LEN + usize::from(max_ulpdu) + MAX_TRAILER_LEN;
-        let plain = KVVec::from_elem(0u8, (2 * max_frame).max(TX_BATCH_BYTES), GFP_KERNEL)?;
+        let buf = KVVec::from_elem(0u8, (2 * max_frame).max(TX_BATCH_BYTES), GFP_KERNEL)?;
         Ok(Self {
             out: Frame {
-                buffer: None,
-                splices: segments > 1,
-                base: 0,
-                plain,
-                spliced: 0,
+                aligned: segments == 1,
+                buf,
                 head: 0,
                 len: 0,
                 zero_copy_len: 0,
@@ -503,7 +417,7 @@ impl Sender {
         let room = self.out.zero_copy_len == 0
             && self.out.sent == 0
             && budget != 0
-            && self.out.len + self.msg.max_frame <= self.out.capacity();
+            && self.out.len + self.msg.max_frame <= self.out.buf.len();
         room && match self.msg.message {
             Some(_) => self.out.more,
             None => self.msg.batch_messages && self.sched.ring_more && !self.sched.held,
@@ -596,10 +510,6 @@ impl Sender {
                     Ok(true) => {
                         if let Some(work) = self.out.unreported.take() {
                             self.finished(cx, work);
-                        }
-                        if self.out.spliced != 0 {
-                            dev.stats.add(Stat::TxSplicedBytes, self.out.spliced);
-                            self.out.spliced = 0;
                         }
                         // The message's regions are no longer needed: released off its path.
                         if self.msg.message.is_none() && self.out.ticket.is_none() {
@@ -1258,8 +1168,6 @@ impl Sender {
             }
             self.out.len
         } else {
-            let need = MAX_FRAME_HEADER_LEN + segment.len as usize + MAX_TRAILER_LEN;
-            self.out.place(need, self.msg.max_frame);
             0
         };
         let Building {
@@ -1269,7 +1177,7 @@ impl Sender {
             crc,
             ..
         } = &mut self.msg;
-        let frame = self.out.room(base)?;
+        let frame = self.out.buf.get_mut(base..).ok_or(EINVAL)?;
         let (offset, len) = (segment.offset, segment.len as usize);
         let (mut writer, head) =
             FpduWriter::<KernelCrc32c>::begin_segment(template, segment, *crc, frame)
@@ -1312,11 +1220,7 @@ impl Sender {
             return;
         }
         let header = FpduHeader::terminate(term);
-        self.out.place(self.msg.max_frame, self.msg.max_frame);
-        let Ok(frame) = self.out.room(0) else {
-            return;
-        };
-        if let Ok(n) = encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, frame) {
+        if let Ok(n) = encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, &mut self.out.buf) {
             self.out.set(n);
             let _ = self.push(sock, false);
         }
@@ -1330,8 +1234,7 @@ impl Sender {
             last: true,
             placement: Placement::Tagged { stag: 1, to: 0 },
         });
-        self.out.place(self.msg.max_frame, self.msg.max_frame);
-        let n = encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, self.out.room(0)?)
+        let n = encode_fpdu::<KernelCrc32c>(&header, &[], self.msg.crc, &mut self.out.buf)
             .map_err(|_| EINVAL)?;
         self.out.set(n);
         self.push(sock, false).map(|_| ())
