@@ -1195,32 +1195,6 @@ impl<H: SocketHandler> TcpStream<H> {
         if count == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: The first `count` entries are written, `bytes` bytes in all, of pages the
-        // pieces keep referenced for the call, spliced only if `sendpage_ok()` let TCP
-        // reference them all, which it may then do: the caller's memory stays as it is.
-        unsafe { self.send_bvecs(&vecs, count, bytes, more, splice) }
-    }
-
-    /// Hands the first `count` entries of `vecs`, `bytes` bytes in all, to TCP without
-    /// blocking; returns how many bytes it took (EAGAIN if none). `more`: more data
-    /// follows at once; `splice`: TCP takes references to the pages instead of copying.
-    ///
-    /// # Safety
-    ///
-    /// The first `count` entries of `vecs` are written and hold `bytes` bytes of pages
-    /// that stay referenced for the call. With `splice`, TCP may hold references to those
-    /// pages (`sendpage_ok()`), and their bytes stay as they are for as long as it does.
-    unsafe fn send_bvecs(
-        &self,
-        vecs: &[MaybeUninit<kernel::bindings::bio_vec>],
-        count: usize,
-        bytes: usize,
-        more: bool,
-        splice: bool,
-    ) -> Result<usize> {
-        if count > vecs.len() {
-            return Err(EINVAL);
-        }
         let mut msg = kernel::bindings::msghdr {
             msg_flags: MSG_DONTWAIT
                 | MSG_NOSIGNAL
@@ -1228,8 +1202,8 @@ impl<H: SocketHandler> TcpStream<H> {
                 | if splice { MSG_SPLICE_PAGES } else { 0 },
             ..Default::default()
         };
-        // SAFETY: As the caller guarantees, `count` entries of `vecs`, which outlives
-        // `msg`, hold `bytes` bytes; TCP reads them (a source).
+        // SAFETY: The first `count` entries of `vecs`, which outlives `msg`, are written
+        // and hold `bytes` bytes; TCP reads them (a source).
         unsafe {
             kernel::bindings::iov_iter_bvec(
                 &mut msg.msg_iter,
@@ -1239,8 +1213,9 @@ impl<H: SocketHandler> TcpStream<H> {
                 bytes,
             )
         };
-        // SAFETY: `msg` is a source of `bytes` bytes of referenced pages, spliced only as
-        // the caller allows.
+        // SAFETY: `msg` is a source of `bytes` bytes of pages the pieces keep referenced
+        // for the call, spliced only if `sendpage_ok()` let TCP reference them all, which
+        // it may then do: the caller's memory stays as it is.
         unsafe { self.sendmsg(&mut msg, bytes) }
     }
 

@@ -204,11 +204,6 @@ pub(crate) struct Sender {
 
 /// The frame being handed to the socket, and the work it completes.
 struct Frame {
-    /// Every FPDU starts a TCP segment: toward a peer that did not agree to FPDUs of
-    /// several segments. The bytes that end an FPDU then end a record to TCP, which
-    /// would otherwise add the next FPDU to a segment it has not sent yet (one that waits
-    /// for the congestion window, or for the device to take the one before).
-    aligned: bool,
     /// The FPDU being handed to the socket: `buf[..head]`, then, if the payload goes
     /// zero-copy, `zero_copy_len` bytes of the message at `payload_offset`, then
     /// `buf[head..len]` (its trailer). `sent` counts what went, in that order. Copied
@@ -234,7 +229,11 @@ struct Frame {
 /// The message being built into FPDUs, and the connection's framing parameters.
 struct Building {
     crc: bool,
-    /// FPDUs of several messages may be framed together (see `TX_BATCH_BYTES`).
+    /// The peer agreed to FPDUs of several segments: FPDUs of several messages may be
+    /// framed together (see `TX_BATCH_BYTES`). Otherwise every FPDU starts a TCP segment,
+    /// so the bytes that end one end a record to TCP, which would otherwise add the next
+    /// FPDU to a segment it has not sent yet (one that waits for the congestion window,
+    /// or for the device to take the one before).
     batch_messages: bool,
     max_ulpdu: u16,
     /// The most buffer bytes one FPDU takes.
@@ -321,7 +320,8 @@ impl Frame {
         self.sent = 0;
     }
 
-    /// Hands frame bytes `from..to` to the socket. `fpdu_end`: they end an FPDU.
+    /// Hands frame bytes `from..to` to the socket. `record_end`: they end an FPDU that
+    /// must end a TCP segment.
     #[inline(always)]
     fn send<H: SocketHandler>(
         &self,
@@ -329,10 +329,10 @@ impl Frame {
         from: usize,
         to: usize,
         more: bool,
-        fpdu_end: bool,
+        record_end: bool,
     ) -> Result<usize> {
         let bytes = self.buf.get(from..to).ok_or(EINVAL)?;
-        if fpdu_end && self.aligned {
+        if record_end {
             sock.send_record_end(bytes, more)
         } else {
             sock.send(bytes, more)
@@ -352,7 +352,6 @@ impl Sender {
         let buf = KVVec::from_elem(0u8, (2 * max_frame).max(TX_BATCH_BYTES), GFP_KERNEL)?;
         Ok(Self {
             out: Frame {
-                aligned: segments == 1,
                 buf,
                 head: 0,
                 len: 0,
@@ -438,14 +437,15 @@ impl Sender {
                 return Ok(true);
             } else if self.out.sent < self.out.head {
                 let (from, to) = (self.out.sent, self.out.head);
-                self.out.send(sock, from, to, more || to < total, to == total)
+                let record_end = to == total && !self.msg.batch_messages;
+                self.out.send(sock, from, to, more || to < total, record_end)
             } else if self.out.sent < payload_end {
                 let done = self.out.sent - self.out.head;
                 self.send_payload(sock, done, self.out.zero_copy_len - done)
             } else {
                 let at = self.out.sent - self.out.zero_copy_len;
                 let len = self.out.len;
-                self.out.send(sock, at, len, more, true)
+                self.out.send(sock, at, len, more, !self.msg.batch_messages)
             };
             match sent {
                 Ok(n) => self.out.sent += n,
