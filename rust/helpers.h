@@ -93,6 +93,7 @@ bool riw_irqs_disabled(void);
 bool riw_preemptible(void);
 int riw_raw_smp_processor_id(void);
 bool riw_current_is_kworker(void);
+int riw_current_nice(void);
 
 /* helpers/rcupdate.c */
 void riw_rcu_read_lock(void);

@@ -105,14 +105,22 @@ pub fn work_runs_elsewhere() -> bool {
 }
 
 /// The CPU for work handed over by a kernel consumer's call: this one if the caller is
-/// a work item or softirq (a ULP's completion handler, a target executing a command) and
-/// its work comes one piece at a time (`streaming` false), so that the work runs right
-/// after it with no other CPU woken, and an answer goes out where its request came in;
-/// else the next one, as `work_cpu`: a task's own context (an application submitting
-/// I/O) keeps its CPU, and a stream of work is sent while its poster goes on.
+/// softirq or a work item of a high-priority queue (a ULP's completion handler in the
+/// ib_cq API's work, a target answering a request there, riw's own work) and its work
+/// comes one piece at a time (`streaming` false), so that the work runs right after it
+/// in the same pool of workers, with no other CPU woken, and an answer goes out where
+/// its request came in; else the next one, as `work_cpu`: a stream of work is sent
+/// while its poster goes on, a task's own context (an application submitting I/O, a
+/// server thread) keeps its CPU, and so does a work item of an ordinary queue (a
+/// server's request work, an initiator's or NFS client's transmit work), which often
+/// sleeps until its work completes: here the work would queue behind the completion
+/// work this CPU's high-priority workers also run.
 fn caller_work_cpu(streaming: bool) -> c_int {
-    // SAFETY: Reads the execution context.
-    let from_engine = unsafe { !bindings::riw_in_task() || bindings::riw_current_is_kworker() };
+    // SAFETY: Reads the execution context and the current task's nice level.
+    let from_engine = unsafe {
+        !bindings::riw_in_task()
+            || (bindings::riw_current_is_kworker() && bindings::riw_current_nice() < 0)
+    };
     if from_engine && !streaming {
         this_cpu()
     } else {

@@ -38,3 +38,9 @@ bool riw_current_is_kworker(void)
 {
 	return in_task() && (current->flags & PF_WQ_WORKER);
 }
+
+/* The current task's nice level: WQ_HIGHPRI work queues' workers run below 0. */
+int riw_current_nice(void)
+{
+	return task_nice(current);
+}
