@@ -112,16 +112,16 @@ pub fn work_runs_elsewhere() -> bool {
 /// its request came in; else the next one, as `work_cpu`: a stream of work is sent
 /// while its poster goes on, a task's own context (an application submitting I/O, a
 /// server thread) keeps its CPU, and so does a work item of an ordinary queue (a
-/// server's request work, an initiator's or NFS client's transmit work), which often
-/// sleeps until its work completes: here the work would queue behind the completion
-/// work this CPU's high-priority workers also run.
+/// server's request work, a target's completion work, the NFS client's transmit work),
+/// which often sleeps until its work completes: here the work would queue behind the
+/// completion work this CPU's high-priority workers also run.
 fn caller_work_cpu(streaming: bool) -> c_int {
     // SAFETY: Reads the execution context and the current task's nice level.
-    let from_engine = unsafe {
+    let beside_completions = unsafe {
         !bindings::riw_in_task()
             || (bindings::riw_current_is_kworker() && bindings::riw_current_nice() < 0)
     };
-    if from_engine && !streaming {
+    if beside_completions && !streaming {
         this_cpu()
     } else {
         work_cpu()
