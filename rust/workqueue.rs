@@ -104,24 +104,43 @@ pub fn work_runs_elsewhere() -> bool {
     next_online_cpu(this) != this
 }
 
-/// The CPU for work handed over by a kernel consumer's call: this one if the caller is
+/// How a kernel consumer's recent posts met the work it posted before (see
+/// `caller_work_cpu`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum PostPace {
+    /// None of late found that work still queued or running: one request in flight.
+    Quiet,
+    /// Some did.
+    Occasional,
+    /// Most did: a stream of requests, many in flight.
+    Streaming,
+}
+
+/// The CPU for work handed over by a kernel consumer's call. This one if the caller is
 /// softirq or a work item of a high-priority queue (a ULP's completion handler in the
 /// ib_cq API's work, a target answering a request there, riw's own work) and its work
-/// comes one piece at a time (`streaming` false), so that the work runs right after it
-/// in the same pool of workers, with no other CPU woken, and an answer goes out where
-/// its request came in; else the next one, as `work_cpu`: a stream of work is sent
-/// while its poster goes on, a task's own context (an application submitting I/O, a
-/// server thread) keeps its CPU, and so does a work item of an ordinary queue (a
-/// server's request work, a target's completion work, the NFS client's transmit work),
-/// which often sleeps until its work completes: here the work would queue behind the
-/// completion work this CPU's high-priority workers also run.
-fn caller_work_cpu(streaming: bool) -> c_int {
-    // SAFETY: Reads the execution context and the current task's nice level.
-    let beside_completions = unsafe {
-        !bindings::riw_in_task()
-            || (bindings::riw_current_is_kworker() && bindings::riw_current_nice() < 0)
+/// is not a stream: the work runs right after it in the same pool of workers, with no
+/// other CPU woken, and an answer goes out where its request came in. This one too if
+/// the caller is a task's own context (an application submitting I/O) and its posts are
+/// quiet: it has one request in flight and soon sleeps until the answer comes, and the
+/// work, the answer's placement and its completion all run here meanwhile, with no IPI
+/// and no other CPU woken. Else the next one, as `work_cpu`: a stream of work is sent
+/// while its poster goes on, and a work item of an ordinary queue (a server's request
+/// work, a target's completion work, the NFS client's transmit work), which often
+/// sleeps until its work completes, would see it queue here behind the completion work
+/// this CPU's high-priority workers also run.
+fn caller_work_cpu(pace: PostPace) -> c_int {
+    // SAFETY: Reads the execution context.
+    let (in_task, kworker) =
+        unsafe { (bindings::riw_in_task(), bindings::riw_current_is_kworker()) };
+    let here = if !in_task || kworker {
+        // SAFETY: Reads the current task's nice level.
+        let high_priority = !in_task || unsafe { bindings::riw_current_nice() } < 0;
+        high_priority && pace != PostPace::Streaming
+    } else {
+        pace == PostPace::Quiet
     };
-    if beside_completions && !streaming {
+    if here {
         this_cpu()
     } else {
         work_cpu()
@@ -203,8 +222,8 @@ impl<T: DelayedWorkItem> DelayedWork<T> {
 
     /// As `run_now`, for work a kernel consumer's call hands over (see `caller_work_cpu`);
     /// true if the item was queued already (and not waiting on its timer).
-    pub fn run_now_for_caller(this: &Arc<T>, queue: &Queue, streaming: bool) -> bool {
-        Self::run_now_on(this, queue, caller_work_cpu(streaming))
+    pub fn run_now_for_caller(this: &Arc<T>, queue: &Queue, pace: PostPace) -> bool {
+        Self::run_now_on(this, queue, caller_work_cpu(pace))
     }
 
     fn run_now_on(this: &Arc<T>, queue: &Queue, cpu: c_int) -> bool {

@@ -19,7 +19,9 @@ use crate::kernel_ext::socket::{
 };
 use crate::kernel_ext::sync::{new_mutex, Mutex};
 use crate::kernel_ext::trace::{self, MpaKind, MpaRecord};
-use crate::kernel_ext::workqueue::{jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem};
+use crate::kernel_ext::workqueue::{
+    jiffies, msecs_to_jiffies, DelayedWork, DelayedWorkItem, PostPace,
+};
 use crate::limits::LIMITS;
 use crate::proto::mpa::{MPA_ENHANCED_LEN, MPA_MAX_FRAME_LEN, MPA_MAX_PRIVATE_DATA};
 use crate::proto::{FrameKind, MpaConfig, MpaFrame, Negotiated};
@@ -43,10 +45,13 @@ const FIRST_FPDU_GRACE_MS: u32 = 200;
 static SENDERS: DeferKey<Endpoint> = DeferKey::new();
 /// Private data the iw_cm event can carry (its length is a `u8`).
 const MAX_EVENT_PRIVATE_DATA: usize = 255;
-/// A kernel consumer whose posts found the engine busy this many times more often than
-/// idle of late is streaming: its work goes to the next CPU (see `posted`).
+/// A kernel consumer's post that finds the engine busy or its work pending (an overlap)
+/// adds this much to its count of overlaps, one that finds neither takes one off.
+const OVERLAP_WEIGHT: u8 = 2;
+/// A kernel consumer whose count of overlaps reaches this is streaming: its work goes to
+/// the next CPU (see `posted`). One overlap makes it so for a post or two.
 const STREAM_OVERLAPS: u8 = 2;
-/// The most such overlaps remembered: a stream that ends turns back within a few posts.
+/// The highest count: a stream that ends turns back within a few posts.
 const STREAM_MAX: u8 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1066,13 +1071,18 @@ impl ConnectionEndpoint for Endpoint {
         // CPU while its posts come one at a time: the answer goes out right after, no
         // other CPU woken. Once its posts keep finding the engine still busy with earlier
         // ones (many requests in flight), on the next CPU, which sends while the consumer
-        // goes on handling completions. From a task, on the next CPU.
+        // goes on handling completions. From a task, on this CPU only while none of its
+        // recent posts overlapped (see `caller_work_cpu`).
         let overlaps = self.post_overlaps.load(Ordering::Relaxed);
+        let pace = match overlaps {
+            0 => PostPace::Quiet,
+            n if n < STREAM_OVERLAPS => PostPace::Occasional,
+            _ => PostPace::Streaming,
+        };
         let busy = self.link.engine_busy();
-        let pending =
-            DelayedWork::run_now_for_caller(&self, &self.dev.queue, overlaps >= STREAM_OVERLAPS);
+        let pending = DelayedWork::run_now_for_caller(&self, &self.dev.queue, pace);
         let overlaps = if busy || pending {
-            (overlaps + 1).min(STREAM_MAX)
+            overlaps.saturating_add(OVERLAP_WEIGHT).min(STREAM_MAX)
         } else {
             overlaps.saturating_sub(1)
         };
