@@ -55,6 +55,8 @@ ROUNDS = int(os.environ.get("RIW_BENCH_ROUNDS", "5"))
 FPDU_ROUNDS = int(os.environ.get("RIW_BENCH_FPDU_ROUNDS", "3"))
 FPDU_SEGMENTS = "/sys/module/riw/parameters/fpdu_segments"
 port = 9000
+# Seconds a perftest run may take.
+PERFTEST_TIMEOUT = 120
 
 
 def sh(cmd, **kw):
@@ -163,18 +165,19 @@ def perftest(tool, size, tries=2, iters=None):
     if iters is None:
         iters = ITERS_BW if tool.endswith("_bw") else ITERS_LAT
     opts = f"-R -p {port} -s {size} -n {iters} -F"
-    out, server_out = pair(port, f"timeout 120 {tool} -d bs0 {opts}",
-                           f"timeout 120 {tool} -d bc0 {opts} {SRV}")
+    out, server_out = pair(port, f"timeout {PERFTEST_TIMEOUT} {tool} -d bs0 {opts}",
+                           f"timeout {PERFTEST_TIMEOUT} {tool} -d bc0 {opts} {SRV}")
     glitch = False
     for line in out.splitlines():
         f = line.split()
         if len(f) >= 5 and re.fullmatch(r"\d+", f[0]) and f[0] == str(size):
-            value = (float(f[3]), float(f[4])) if tool.endswith("_bw") else float(f[4])
-            # A rate too slow for the run to have ended within its timeout, or a latency
-            # of zero, is perftest's clock under TCG, not the drivers.
-            if isinstance(value, tuple):
-                glitch = value[1] * 1e6 * 120 < iters
+            # A message rate too slow for the run to have ended within its timeout, or a
+            # latency of zero, is perftest's clock under TCG, not the drivers.
+            if tool.endswith("_bw"):
+                value = float(f[3]), float(f[4])
+                glitch = value[1] * 1e6 * PERFTEST_TIMEOUT < iters
             else:
+                value = float(f[4])
                 glitch = value == 0
             if not glitch:
                 return value
