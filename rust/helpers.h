@@ -206,6 +206,8 @@ struct tcp_sock *riw_tcp_sk(struct sock *sk);
 int riw_tcp_inq(struct sock *sk);
 unsigned int riw_sock_mss(struct socket *sock);
 int riw_sk_wmem_queued(struct sock *sk);
+bool riw_sk_stream_is_writeable(const struct sock *sk);
+void riw_sock_clear_nospace(struct socket *sock);
 int riw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor);
 int riw_tcp_sendmsg_locked(struct sock *sk, struct msghdr *msg, size_t size);
 void riw_tcp_sock_set_nodelay(struct sock *sk);

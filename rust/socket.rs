@@ -264,7 +264,7 @@ pub enum SocketEvent {
     DataReady,
     /// The TCP state changed.
     StateChange,
-    /// Send buffer space became available.
+    /// After a send was refused for room, a third more than the socket holds fits again.
     WriteSpace,
 }
 
@@ -786,6 +786,19 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     }
 
     unsafe extern "C" fn write_space(sk: *mut bindings::sock) {
+        // TCP calls this on every acknowledgement while a send of ours is refused for room
+        // (SOCK_NOSPACE). As its own callback (`sk_stream_write_space`) wakes a writer, the
+        // handler hears of it only once a third more than the socket holds fits, and the
+        // flag is cleared: not once per acknowledgement, to send the few segments it freed.
+        // SAFETY: Called by the socket layer on a live socket, under its lock; `sk_socket`
+        // is set while a socket of ours is bound (and checked, as TCP's callback does).
+        unsafe {
+            let sock = (*sk).sk_socket;
+            if sock.is_null() || !bindings::riw_sk_stream_is_writeable(sk) {
+                return;
+            }
+            bindings::riw_sock_clear_nospace(sock);
+        }
         // SAFETY: As above.
         unsafe {
             Self::dispatch(sk, false, |h, _, _| {

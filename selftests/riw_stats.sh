@@ -14,7 +14,9 @@
 #                     riw_cm.sh): crc_errors and tx_terminates_mpa count it once
 #   trace events      a connection (riw_mpa, riw_qp_state, riw_conn_close), work requests
 #                     and completions (riw_post, riw_complete) and the Terminate
-#                     (riw_crc_error, riw_terminate) appear with the right fields
+#                     (riw_crc_error, riw_terminate) appear with the right fields; an
+#                     ib_write_bw fills the socket's send queue, which drains again
+#                     (riw_sock_backpressure)
 set -eu
 . "$(dirname "$0")/lib.sh"
 
@@ -33,7 +35,7 @@ ERRORS=(tx_terminates_rdmap tx_terminates_ddp tx_terminates_mpa rx_terminates_rd
 	connections_refused connections_timed_out access_violations placement_errors cq_overruns)
 
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 14
 
 modprobe riw
 echo 0 >/sys/module/riw/parameters/peer_to_peer
@@ -160,10 +162,22 @@ if [ -n "$trace_ok" ]; then
 		has "riw_complete: stc0 qp=[0-9]+ wr_id=0x[0-9a-f]+ opcode=SEND length=16 status=0" &&
 		has "riw_complete: sts0 qp=[0-9]+ wr_id=0x[0-9a-f]+ opcode=RECEIVE length=16 status=0" &&
 		has "riw_complete: sts0 qp=[0-9]+ wr_id=0x[0-9a-f]+ opcode=READ length=100 status=0"'
+	# A stream of large Writes (128 in flight) fills the socket's send queue: the sender
+	# stops, and goes on when TCP reports room again (the write-space callback).
+	port=$((port + 1))
+	riw_check "ib_write_bw of 64 KiB with riw's trace events on" 60 \
+		trace_run riw_pair_run $port ib_write_bw -d sts0 -R -p $port -s 65536 -n 200 -- \
+		ib_write_bw -d stc0 -R -p $port -s 65536 -n 200 "$SRV4"
+	grep -E 'riw_sock_backpressure' "$tmp_trace" | head -n 4 | sed 's/^/# /'
+	riw_result "a full socket send queue: the sender stops and goes on once it drains" \
+		eval 'has "riw_sock_backpressure: st[cs]0 qp=[0-9]+ socket send queue full" &&
+		has "riw_sock_backpressure: st[cs]0 qp=[0-9]+ socket send queue drained"'
 else
 	ktap_test_skip "rping with trace events: no tracefs events (CONFIG_EVENT_TRACING)"
 	ktap_test_skip "connection trace records: no tracefs events"
 	ktap_test_skip "completion trace records: no tracefs events"
+	ktap_test_skip "ib_write_bw with trace events: no tracefs events"
+	ktap_test_skip "send queue trace records: no tracefs events"
 fi
 
 # ---- a Terminate ----

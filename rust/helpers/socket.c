@@ -96,6 +96,16 @@ int riw_sk_wmem_queued(struct sock *sk)
 	return READ_ONCE(sk->sk_wmem_queued);
 }
 
+bool riw_sk_stream_is_writeable(const struct sock *sk)
+{
+	return __sk_stream_is_writeable(sk, 1);
+}
+
+void riw_sock_clear_nospace(struct socket *sock)
+{
+	clear_bit(SOCK_NOSPACE, &sock->flags);
+}
+
 int riw_tcp_read_sock(struct sock *sk, read_descriptor_t *desc, sk_read_actor_t actor)
 {
 	return tcp_read_sock(sk, desc, actor);
