@@ -264,7 +264,7 @@ pub enum SocketEvent {
     DataReady,
     /// The TCP state changed.
     StateChange,
-    /// After a send was refused for room, a third more than the socket holds fits again.
+    /// After a send was refused for room, a third of the send buffer is free again.
     WriteSpace,
 }
 
@@ -788,8 +788,9 @@ impl<H: SocketHandler, const LISTENER: bool> Callbacks<H, LISTENER> {
     unsafe extern "C" fn write_space(sk: *mut bindings::sock) {
         // TCP calls this on every acknowledgement while a send of ours is refused for room
         // (SOCK_NOSPACE). As its own callback (`sk_stream_write_space`) wakes a writer, the
-        // handler hears of it only once a third more than the socket holds fits, and the
-        // flag is cleared: not once per acknowledgement, to send the few segments it freed.
+        // handler hears of it only once a third of the send buffer is free (room for half
+        // of what it holds), and the flag is cleared: not once per acknowledgement, to send
+        // the few segments it freed.
         // SAFETY: Called by the socket layer on a live socket, under its lock; `sk_socket`
         // is set while a socket of ours is bound (and checked, as TCP's callback does).
         unsafe {
