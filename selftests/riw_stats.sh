@@ -164,13 +164,13 @@ if [ -n "$trace_ok" ]; then
 		has "riw_complete: sts0 qp=[0-9]+ wr_id=0x[0-9a-f]+ opcode=READ length=100 status=0"'
 	# A stream of large Writes (128 in flight) fills the socket's send queue: the sender
 	# stops, and goes on when TCP reports room again (the write-space callback). TCP's
-	# send buffers are held to 64 KiB meanwhile, so that the stream fills its buffer
-	# however fast the other side drains it.
+	# send buffers are held to 8 KiB meanwhile, less than one FPDU, so that every FPDU
+	# fills its buffer however fast the other side acknowledges.
 	wmem=$(in0 sysctl -n net.ipv4.tcp_wmem)
 	set_wmem() { # "MIN DEFAULT MAX" in both namespaces
 		in0 sysctl -qw net.ipv4.tcp_wmem="$1" && in1 sysctl -qw net.ipv4.tcp_wmem="$1"
 	}
-	set_wmem "4096 16384 65536"
+	set_wmem "4096 8192 8192"
 	port=$((port + 1))
 	riw_check "ib_write_bw of 64 KiB with riw's trace events on" 60 \
 		trace_run riw_pair_run $port ib_write_bw -d sts0 -R -p $port -s 65536 -n 200 -- \
